@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Set up tinygrad.cpp on Debian 12 (as root, or a user with sudo), build it, and run something.
+#   ./setup.sh             install packages, build into build/, run the main job (build/tg_demo)
+#   ./setup.sh --test      install packages, build into build/, run the whole test suite
+#   ./setup.sh --sanitize  install packages, build into build-asan/ with ASan+UBSan, run the tests
+# Safe to re-run: apt is skipped when every package is present, builds are incremental (ccache).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+mode=run
+case "${1:-}" in
+  "") ;;
+  --test) mode=test ;;
+  --sanitize) mode=sanitize ;;
+  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "setup.sh: unknown option '$1' (use --test, --sanitize or nothing)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "setup.sh: takes at most one option" >&2; exit 2; }
+
+# Debian packages the build, tests and examples need.
+PACKAGES=(
+  build-essential g++ clang cmake ninja-build ccache pkg-config
+  libgtest-dev googletest
+  python3 ca-certificates git
+)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+missing=()
+for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup.sh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update
+  "${SUDO[@]}" apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+fi
+
+JOBS=$(nproc)
+
+# configure (once, or again after a generator change) and build incrementally
+build() {  # build DIR [cmake args...]
+  local dir=$1; shift
+  if [ -f "$dir/CMakeCache.txt" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$dir/CMakeCache.txt"; then
+    echo "setup.sh: $dir was configured with another generator; reconfiguring from scratch"
+    rm -rf "$dir"
+  fi
+  cmake -S . -B "$dir" -G Ninja "$@"
+  cmake --build "$dir" -j"$JOBS"
+}
+
+case $mode in
+  run)
+    build build -DCMAKE_BUILD_TYPE=Release
+    exec build/tg_demo
+    ;;
+  test)
+    build build -DCMAKE_BUILD_TYPE=Release
+    exec ctest --test-dir build --output-on-failure -j"$JOBS"
+    ;;
+  sanitize)
+    # RelWithDebInfo: optimised like Release, but sanitizer reports carry file:line
+    build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_SANITIZE=ON
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+    exec ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+    ;;
+esac

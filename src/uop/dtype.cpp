@@ -1,0 +1,234 @@
+#include "tg/dtype.h"
+#include "tg/error.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+namespace tg {
+
+void internal_error(const std::string& what) { throw Error("internal error: " + what); }
+
+// ***** ConstVal *****
+
+int64_t ConstVal::as_int() const {
+  if (kind == Invalid) throw Error("ConstVal: Invalid has no integer value");
+  if (kind != Float) return i;
+  if (!std::isfinite(f) || std::fabs(f) >= 9.2e18) throw Error("ConstVal: float " + str() + " does not fit an int64");
+  return int64_t(f);
+}
+
+bool ConstVal::same(const ConstVal& o) const {
+  if (kind != o.kind) return false;
+  if (kind != Float) return kind == Invalid || i == o.i;
+  return (std::isnan(f) && std::isnan(o.f)) || std::bit_cast<uint64_t>(f) == std::bit_cast<uint64_t>(o.f);
+}
+
+size_t ConstVal::hash() const {
+  uint64_t bits = kind == Float ? (std::isnan(f) ? 0x7ff8000000000000ull : std::bit_cast<uint64_t>(f)) : uint64_t(i);
+  return size_t((bits ^ (uint64_t(kind) << 61)) * 0x9E3779B97F4A7C15ull);
+}
+
+std::string ConstVal::str() const {
+  switch (kind) {
+    case Int: return std::to_string(i);
+    case Bool: return i ? "True" : "False";
+    case Invalid: return "Invalid";
+    case Float: break;
+  }
+  if (std::isnan(f)) return "nan";
+  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+  // shortest repr that round-trips, as Python prints floats
+  char buf[64];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, f);
+    if (std::strtod(buf, nullptr) == f) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".einn") == std::string::npos) s += ".0";
+  return s;
+}
+
+bool operator==(const ConstVal& a, const ConstVal& b) {
+  if (a.is_invalid() || b.is_invalid()) return a.is_invalid() && b.is_invalid();
+  if (a.is_float() || b.is_float()) {
+    double x = a.as_double(), y = b.as_double();
+    return x == y || (std::isnan(x) && std::isnan(y));
+  }
+  return a.i == b.i;
+}
+
+bool operator<(const ConstVal& a, const ConstVal& b) {
+  if (a.is_invalid() || b.is_invalid()) throw Error("ConstVal: Invalid is not ordered");
+  if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
+  return a.i < b.i;
+}
+
+std::ostream& operator<<(std::ostream& os, const ConstVal& c) { return os << c.str(); }
+
+// ***** DType *****
+
+namespace {
+struct DTypeInfo { int priority, bitsize; const char *c_name, *name; char fmt; };
+constexpr DTypeInfo infos[] = {
+  {-1, 0, "void", "void", 0},          {0, 800, "weakint", "weakint", 0},  {0, 1, "bool", "bool", '?'},
+  {1, 8, "signed char", "int8", 'b'},  {2, 8, "unsigned char", "uint8", 'B'}, {3, 16, "short", "int16", 'h'},
+  {4, 16, "unsigned short", "uint16", 'H'}, {5, 32, "int", "int32", 'i'}, {6, 32, "unsigned int", "uint32", 'I'},
+  {7, 64, "long", "int64", 'q'},       {8, 64, "unsigned long", "uint64", 'Q'}, {9, 800, "weakfloat", "weakfloat", 0},
+  {12, 16, "half", "float16", 'e'},    {13, 16, "__bf16", "bfloat16", 0},  {14, 32, "float", "float32", 'f'},
+  {15, 64, "double", "float64", 'd'},
+};
+static_assert(sizeof(infos) / sizeof(infos[0]) == size_t(DTypeId::count));
+const DTypeInfo& info(DType d) { return infos[size_t(d.id)]; }
+}  // namespace
+
+int DType::priority() const { return info(*this).priority; }
+int DType::bitsize() const { return info(*this).bitsize; }
+std::string_view DType::c_name() const { return info(*this).c_name; }
+std::string_view DType::name() const { return info(*this).name; }
+char DType::fmt() const { return info(*this).fmt; }
+bool DType::is_float() const { return id >= DTypeId::weakfloat && id <= DTypeId::float64; }
+bool DType::is_int() const { return id == DTypeId::weakint || (id >= DTypeId::int8 && id <= DTypeId::uint64); }
+bool DType::is_unsigned() const {
+  return id == DTypeId::uint8 || id == DTypeId::uint16 || id == DTypeId::uint32 || id == DTypeId::uint64;
+}
+
+// ints are int64: weakint is unbounded in tinygrad, here it saturates at the int64 limits (as does uint64's max)
+ConstVal DType::min() const {
+  if (is_int()) return is_unsigned() ? int64_t(0) : bitsize() >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bitsize() - 1));
+  if (is_float()) return -std::numeric_limits<double>::infinity();
+  return false;
+}
+ConstVal DType::max() const {
+  if (is_int()) {
+    int bits = bitsize() - (is_unsigned() ? 0 : 1);
+    return bits >= 63 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << bits) - 1;
+  }
+  if (is_float()) return std::numeric_limits<double>::infinity();
+  return true;
+}
+
+namespace {
+double to_fp16(double x) {
+  if (!std::isfinite(x)) return x;
+  float f = float(x);
+  _Float16 h = static_cast<_Float16>(f);
+  if (std::isinf(float(h)) && !std::isinf(f)) return std::copysign(INFINITY, x);
+  return double(float(h));
+}
+double to_bf16(double x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u = std::bit_cast<uint32_t>(float(x));
+  u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+  return double(std::bit_cast<float>(u));
+}
+}  // namespace
+
+ConstVal DType::const_(ConstVal v) const {
+  if (v.is_invalid()) return v;
+  if (is_bool()) return ConstVal(v.truthy());
+  if (is_float()) {
+    double x = v.as_double();
+    switch (id) {
+      case DTypeId::float16: return to_fp16(x);
+      case DTypeId::bfloat16: return to_bf16(x);
+      case DTypeId::float32: return double(float(x));
+      default: return x;
+    }
+  }
+  if (is_int()) return v.as_int();
+  return v;
+}
+
+bool DType::operator<(const DType& o) const {
+  if (priority() != o.priority()) return priority() < o.priority();
+  if (bitsize() != o.bitsize()) return bitsize() < o.bitsize();
+  if (c_name() != o.c_name()) return c_name() < o.c_name();
+  return fmt() < o.fmt();
+}
+
+std::ostream& operator<<(std::ostream& os, DType d) { return os << "dtypes." << d.name(); }
+
+DType dtypes::from_name(std::string_view n) {
+  static const std::pair<const char*, DType> aliases[] = {
+    {"half", half}, {"float", float32}, {"double", float64}, {"uchar", uint8}, {"ushort", uint16}, {"uint", uint32},
+    {"ulong", uint64}, {"char", int8}, {"short", int16}, {"int", int32}, {"long", int64}};
+  for (size_t i = 0; i < size_t(DTypeId::count); i++) if (infos[i].name == n) return DType(DTypeId(i));
+  for (auto& [a, d] : aliases) if (n == a) return d;
+  throw Error("unknown dtype name '" + std::string(n) + "'");
+}
+
+// ***** promotion lattice *****
+
+namespace {
+using D = DTypeId;
+// parents of each dtype in the lattice (jax-style, without complex and fp8)
+const std::vector<D>& parents(D d) {
+  static const std::vector<D> table[size_t(D::count)] = {
+    /*void*/ {}, /*weakint*/ {D::int8, D::uint8}, /*bool*/ {D::weakint}, /*int8*/ {D::int16}, /*uint8*/ {D::int16, D::uint16},
+    /*int16*/ {D::int32}, /*uint16*/ {D::int32, D::uint32}, /*int32*/ {D::int64}, /*uint32*/ {D::int64, D::uint64},
+    /*int64*/ {D::weakfloat}, /*uint64*/ {D::weakfloat}, /*weakfloat*/ {D::float16, D::bfloat16}, /*float16*/ {D::float32},
+    /*bfloat16*/ {D::float32}, /*float32*/ {D::float64}, /*float64*/ {}};
+  return table[size_t(d)];
+}
+// bitmask of d and everything above it
+uint32_t ancestors(D d) {
+  static uint32_t memo[size_t(D::count)] = {};
+  uint32_t& m = memo[size_t(d)];
+  if (m) return m;
+  uint32_t r = 1u << unsigned(d);
+  for (D p : parents(d)) r |= ancestors(p);
+  return m = r;
+}
+}  // namespace
+
+DType least_upper_dtype(std::initializer_list<DType> ds) {
+  uint32_t common = ~0u;
+  for (DType d : ds) {
+    if (d.id == D::void_) throw Error("least_upper_dtype: void has no promotion");
+    common &= ancestors(d.id);
+  }
+  std::optional<DType> best;
+  for (size_t i = 0; i < size_t(D::count); i++)
+    if (common >> i & 1) if (!best || DType(D(i)) < *best) best = DType(D(i));
+  if (!best) internal_error("least_upper_dtype found no common type");
+  return *best;
+}
+
+DType least_upper_float(DType d) {
+  if (d == dtypes::weakint) return dtypes::weakfloat;
+  return d.is_float() ? d : least_upper_dtype({d, dtypes::default_float});
+}
+DType strong_dtype(DType d) { return d == dtypes::weakint ? dtypes::default_int : d == dtypes::weakfloat ? dtypes::default_float : d; }
+DType weak_dtype(DType d) { return d.is_float() ? dtypes::weakfloat : d.is_int() ? dtypes::weakint : d; }
+
+bool can_lossless_cast(DType from, DType to) {
+  if (from == to || from == dtypes::bool_) return true;
+  auto in = [&](std::initializer_list<DType> l) { for (DType d : l) if (d == from) return true; return false; };
+  using namespace dtypes;
+  switch (to.id) {
+    case D::weakint: return from.is_int() && from != weakint;
+    case D::float64: return in({float32, float16, bfloat16, uint32, uint16, uint8, int32, int16, int8});
+    case D::float32: return in({float16, bfloat16, uint16, uint8, int16, int8});
+    case D::float16: return in({uint8, int8});
+    case D::uint64: return in({uint32, uint16, uint8});
+    case D::uint32: return in({uint16, uint8});
+    case D::uint16: return in({uint8});
+    case D::int64: return in({uint32, uint16, uint8, int32, int16, int8});
+    case D::int32: return in({uint16, uint8, int16, int8});
+    case D::int16: return in({uint8, int8});
+    default: return false;
+  }
+}
+
+DType sum_acc_dtype(DType d) {
+  if (d.is_unsigned()) return least_upper_dtype({d, dtypes::uint32});
+  if (d.is_int() || d.is_bool()) return least_upper_dtype({d, dtypes::int32});
+  return least_upper_dtype({d, dtypes::float32});
+}
+
+}  // namespace tg

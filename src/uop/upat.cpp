@@ -1,0 +1,391 @@
+// UPat construction and matching, PatternMatcher, graph_rewrite.
+#include "uop/upat.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+namespace tg {
+
+// ***** 1. UPat construction *****
+
+DTypeSet dtypes::ints() { return {int8, uint8, int16, uint16, int32, uint32, int64, uint64}; }
+DTypeSet dtypes::floats() { return {float16, bfloat16, float32, float64}; }
+DTypeSet dtypes::weaks() { return {weakint, weakfloat}; }
+
+int intern_capture_name(std::string_view name) {
+  static std::unordered_map<std::string, int> ids;
+  auto it = ids.find(std::string(name));
+  if (it != ids.end()) return it->second;
+  int id = int(ids.size());
+  if (id >= MAX_CAPTURES) throw Error("too many distinct UPat capture names");
+  ids.emplace(std::string(name), id);
+  return id;
+}
+
+namespace {
+std::shared_ptr<UPatNode> clone(const UPat& u) { return std::make_shared<UPatNode>(*u.get()); }
+
+void set_early_reject(UPatNode& n) {
+  n.early_reject = {};
+  std::vector<UPat> first;
+  if (n.kind == UPat::SrcKind::Repeat) { UPat r; r.p = n.repeat; first = {r}; }
+  else if (!n.orders.empty()) first = n.orders[0];
+  for (auto& s : first) if (s.get()->ops.count() == 1) s.get()->ops.each([&](Ops o) { n.early_reject.add(o); });
+}
+
+void set_srcs(UPatNode& n, UPat::SrcKind kind, std::vector<UPat> src, bool allow_any_len) {
+  n.kind = kind;
+  n.orders.clear();
+  if (kind == UPat::SrcKind::Tuple) n.orders.push_back(std::move(src));
+  if (kind == UPat::SrcKind::AnyOrder) {
+    bool all_same = std::all_of(src.begin(), src.end(), [&](const UPat& x) { return x.get() == src[0].get(); });
+    if (all_same) n.orders.push_back(src);
+    else {
+      // itertools.permutations order: permute positions lexicographically
+      std::vector<size_t> idx(src.size());
+      for (size_t i = 0; i < idx.size(); i++) idx[i] = i;
+      do {
+        std::vector<UPat> o;
+        for (size_t i : idx) o.push_back(src[i]);
+        n.orders.push_back(std::move(o));
+      } while (std::next_permutation(idx.begin(), idx.end()));
+    }
+  }
+  n.strict_len = kind != UPat::SrcKind::None && kind != UPat::SrcKind::Repeat && !allow_any_len;
+  n.required_len = n.orders.empty() ? 0 : uint32_t(n.orders[0].size());
+  set_early_reject(n);
+}
+}  // namespace
+
+UPat::UPat() : p(std::make_shared<UPatNode>()) {}
+
+UPat::UPat(OpSet ops, DTypeSet dts, std::vector<UPat> src, std::optional<Arg> arg, std::string name, bool allow_any_len) {
+  auto n = std::make_shared<UPatNode>();
+  n->ops = ops, n->dts = dts, n->arg = std::move(arg);
+  if (!name.empty()) n->name = intern_capture_name(name), n->name_str = std::move(name);
+  // a pattern built with sources matches exactly those (in order); without sources it matches any
+  SrcKind kind = src.empty() ? SrcKind::None : SrcKind::Tuple;
+  set_srcs(*n, kind, std::move(src), allow_any_len);
+  if (allow_any_len) n->strict_len = false;
+  p = std::move(n);
+}
+
+UPat UPat::var(std::string name, DTypeSet dts) { return UPat(OpSet{}, dts, {}, {}, std::move(name)); }
+UPat UPat::cvar(std::string name, DTypeSet dts) { return UPat(Ops::CONST, dts, {}, {}, std::move(name)); }
+UPat UPat::cnst(ConstVal v, DTypeSet dts) { return UPat(Ops::CONST, dts, {}, Arg(v)); }
+UPat UPat::ops(OpSet ops, std::string name) { return UPat(ops, {}, {}, {}, std::move(name)); }
+UPat UPat::any(std::vector<UPat> alternatives) {
+  UPat r;
+  auto n = std::make_shared<UPatNode>();
+  n->alternatives = std::move(alternatives);
+  r.p = std::move(n);
+  return r;
+}
+UPat UPat::src_any_order(std::vector<UPat> src) const {
+  auto n = clone(*this);
+  set_srcs(*n, SrcKind::AnyOrder, std::move(src), !n->strict_len && n->kind != SrcKind::None);
+  UPat r; r.p = std::move(n); return r;
+}
+UPat UPat::src_repeat(UPat each) const {
+  auto n = clone(*this);
+  n->repeat = std::move(each.p);
+  set_srcs(*n, SrcKind::Repeat, {}, true);
+  UPat r; r.p = std::move(n); return r;
+}
+UPat UPat::allow_any_len() const { auto n = clone(*this); n->strict_len = false; UPat r; r.p = std::move(n); return r; }
+UPat UPat::named(std::string name) const {
+  auto n = clone(*this);
+  n->name = intern_capture_name(name), n->name_str = std::move(name);
+  UPat r; r.p = std::move(n); return r;
+}
+UPat UPat::with_arg(Arg a) const { auto n = clone(*this); n->arg = std::move(a); UPat r; r.p = std::move(n); return r; }
+DType UPat::dtype() const { return p->dts.any() ? dtypes::void_ : p->dts.first(); }
+
+// as tinygrad: the result dtype constraint is the last source's; commutative ops match sources in any order
+UPat UPat::alu(Ops op, std::vector<UPat> rest) const {
+  std::vector<UPat> s{*this};
+  s.insert(s.end(), rest.begin(), rest.end());
+  DTypeSet dts = (op == Ops::CMPLT || op == Ops::CMPNE) ? DTypeSet(dtypes::bool_) : s.back().get()->dts;
+  if (GroupOp::Commutative.has(op)) return UPat(op, dts).src_any_order(std::move(s));
+  return UPat(op, dts, std::move(s));
+}
+UPat UPat::binop(Ops op, const UPat& y, bool reverse) const { return reverse ? y.alu(op, {*this}) : alu(op, {y}); }
+UPat UPat::cast(std::optional<DTypeSet> dts, std::string name) const {
+  if (dts && dts->bits == p->dts.bits && __builtin_popcount(dts->bits) == 1) return *this;
+  return UPat(Ops::CAST, dts.value_or(DTypeSet{}), {*this}, {}, std::move(name));
+}
+UPat UPat::bitcast(std::optional<DTypeSet> dts) const { return UPat(Ops::BITCAST, dts.value_or(DTypeSet{}), {*this}); }
+UPat UPat::where(const UPat& a, const UPat& b) const { return UPat(Ops::WHERE, b.get()->dts, {*this, a, b}); }
+UPat UPat::ne(const UPat& x) const { return alu(Ops::CMPNE, {x}); }
+UPat UPat::eq(const UPat& x) const { return ne(x).logical_not(); }
+UPat UPat::maximum(const UPat& x) const { return alu(Ops::MAX, {x}); }
+UPat UPat::logical_not() const { return cast(DTypeSet(dtypes::bool_)).ne(UPat::cnst(ConstVal(true))); }
+UPat UPat::index(std::vector<UPat> idx) const { idx.insert(idx.begin(), *this); return UPat(Ops::INDEX, {}, std::move(idx)); }
+UPat UPat::load(std::vector<UPat> rest) const { rest.insert(rest.begin(), *this); return UPat(Ops::LOAD, {}, std::move(rest)); }
+UPat UPat::store(const UPat& v) const { return UPat(Ops::STORE, {}, {*this, v}); }
+UPat UPat::reduce(std::optional<Ops> reduce_op, std::string name, bool allow_any_len) const {
+  std::optional<Arg> a;
+  if (reduce_op) a = Arg(Arg::Ints{int64_t(*reduce_op), 0});
+  return UPat(Ops::REDUCE, p->dts, {*this}, a, std::move(name), allow_any_len);
+}
+UPat UPat::broadcast() const { return UPat(Ops::STACK, p->dts).src_repeat(*this); }
+UPat UPat::or_casted(std::string name) const {
+  return any({name.empty() ? *this : named(name), UPat(Ops::CAST, {}, {*this}, {}, name)});
+}
+UPat operator-(const UPat& a) { return a.dtype() == dtypes::bool_ ? a.logical_not() : a * -1; }
+UPat operator-(const UPat& a, const UPat& b) { return a.alu(Ops::ADD, {-b}); }
+
+// ***** 2. matching *****
+
+namespace {
+constexpr int MAX_RULE_NAMES = 16;
+
+struct Pending { const UPatNode* pat; const UOpNode* node; const Pending* next; };
+
+struct MatchState {
+  const int* name_ids;
+  int nnames;
+  const UOpNode* slots[MAX_RULE_NAMES];
+  const RuleFn* fn;
+  Match m;
+  UOp result;
+};
+
+bool match_list(const Pending* todo, MatchState& st);
+
+bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
+  if (!p->alternatives.empty()) {
+    for (auto& alt : p->alternatives) if (match_one(alt.get(), u, rest, st)) return true;
+    return false;
+  }
+  if ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || (p->arg && !p->arg->matches(u->arg)) ||
+      u->nsrc < p->required_len || (p->strict_len && u->nsrc != p->required_len))
+    return false;
+  int slot = -1;
+  if (p->name >= 0) {
+    for (int i = 0; i < st.nnames; i++) if (st.name_ids[i] == p->name) { slot = i; break; }
+    if (slot < 0) internal_error("UPat capture '" + p->name_str + "' missing from its rule's names");
+    if (st.slots[slot] != nullptr) {
+      if (st.slots[slot] != u) return false;
+      slot = -1;  // already bound to this node: nothing to undo
+    } else st.slots[slot] = u;
+  }
+  bool ok = false;
+  if (p->kind == UPat::SrcKind::None) ok = match_list(rest, st);
+  else {
+    uint32_t n = p->kind == UPat::SrcKind::Repeat ? u->nsrc : std::min<uint32_t>(u->nsrc, p->required_len);
+    Pending inline_buf[8];
+    std::vector<Pending> heap;
+    Pending* chain = n <= 8 ? inline_buf : (heap.resize(n), heap.data());
+    auto try_order = [&](const std::vector<UPat>* order) {
+      if (n == 0) return match_list(rest, st);
+      for (uint32_t i = 0; i < n; i++)
+        chain[i] = {order ? (*order)[i].get() : p->repeat.get(), u->srcs()[i].get(), i + 1 < n ? &chain[i + 1] : rest};
+      return match_list(chain, st);
+    };
+    if (p->kind == UPat::SrcKind::Repeat) ok = try_order(nullptr);
+    else for (auto& order : p->orders) if ((ok = try_order(&order))) break;
+  }
+  if (slot >= 0) st.slots[slot] = nullptr;
+  return ok;
+}
+
+bool match_list(const Pending* todo, MatchState& st) {
+  if (todo) return match_one(todo->pat, todo->node, todo->next, st);
+  // every pattern node matched: ask the rule
+  st.m.slots = st.slots;
+  UOp r = (*st.fn)(st.m);
+  if (!r) return false;
+  st.result = std::move(r);
+  return true;
+}
+
+void collect_names(const UPatNode* p, std::vector<int>& ids, std::vector<std::string>& names) {
+  if (p->name >= 0 && std::find(ids.begin(), ids.end(), p->name) == ids.end()) ids.push_back(p->name), names.push_back(p->name_str);
+  for (auto& a : p->alternatives) collect_names(a.get(), ids, names);
+  for (auto& o : p->orders) for (auto& s : o) collect_names(s.get(), ids, names);
+  if (p->kind == UPat::SrcKind::Repeat) collect_names(p->repeat.get(), ids, names);
+}
+
+}  // namespace
+
+struct RuleInfo {
+  std::vector<int> ids;
+  std::vector<std::string> names;
+};
+
+const UOp& Match::operator[](std::string_view name) const {
+  // the rule's names are few: a linear scan beats hashing
+  const RuleInfo* ri = static_cast<const RuleInfo*>(static_cast<const void*>(ctx_names));
+  for (size_t i = 0; i < ri->names.size(); i++)
+    if (ri->names[i] == name) {
+      if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
+      tmp_slots[i] = UOp(slots[i]);
+      return tmp_slots[i];
+    }
+  throw Error("UPat has no capture named '" + std::string(name) + "'");
+}
+
+// ***** 3. PatternMatcher *****
+
+PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) { index(); }
+
+void PatternMatcher::index() {
+  by_op_.assign(NUM_OPS, {});
+  infos_ = std::make_shared<std::vector<RuleInfo>>();
+  for (uint32_t i = 0; i < rules_.size(); i++) {
+    const UPatNode* p = rules_[i].pat.get();
+    RuleInfo ri;
+    collect_names(p, ri.ids, ri.names);
+    if (ri.ids.size() > MAX_RULE_NAMES) throw Error("a UPat rule has more than 16 capture names");
+    infos_->push_back(std::move(ri));
+    std::vector<const UPatNode*> tops{p};
+    if (!p->alternatives.empty()) { tops.clear(); for (auto& a : p->alternatives) tops.push_back(a.get()); }
+    OpSet ops;
+    for (auto* t : tops) {
+      if (t->ops.empty()) throw Error("a PatternMatcher rule must name the op(s) it matches at the top");
+      ops = ops | t->ops;
+    }
+    ops.each([&](Ops o) { by_op_[size_t(o)].push_back(i); });
+  }
+}
+
+PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
+  std::vector<Rule> r = rules_;
+  r.insert(r.end(), o.rules_.begin(), o.rules_.end());
+  return PatternMatcher(std::move(r));
+}
+
+UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
+  const auto& cands = by_op_[size_t(u.op())];
+  if (cands.empty()) return {};
+  OpSet src_ops;
+  for (auto& s : u.src()) src_ops.add(s.op());
+  for (uint32_t ri : cands) {
+    const Rule& rule = rules_[ri];
+    const UPatNode* p = rule.pat.get();
+    if (p->alternatives.empty() && !p->early_reject.subset_of(src_ops)) continue;
+    const RuleInfo& info = (*infos_)[ri];
+    MatchState st{info.ids.data(), int(info.ids.size()), {}, &rule.fn, {}, {}};
+    st.m.ctx_ = ctx, st.m.root_ = &u, st.m.ctx_names = &info;
+    UOp tmp[MAX_RULE_NAMES];
+    st.m.tmp_slots = tmp;
+    if (match_one(p, u.get(), nullptr, st) && st.result != u) {
+      if (getenv("TG_TRACE")) fprintf(stderr, "rule %u: %s -> %s\n", ri, u.render(false).c_str(), st.result.render(false).c_str());
+      return std::move(st.result);
+    }
+  }
+  return {};
+}
+
+// ***** 4. graph_rewrite *****
+
+namespace {
+struct RewriteContext {
+  const PatternMatcher* pm;
+  const PatternMatcher* bpm;
+  void* ctx;
+  // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
+  std::unordered_map<UOp, UOp> replace;
+  std::unordered_map<UOp, UOp> bpm_cache;  // empty UOp = no rewrite
+
+  UOp cached_bpm_rewrite(const UOp& x) {
+    if (auto it = bpm_cache.find(x); it != bpm_cache.end()) return it->second;
+    UOp r = bpm->rewrite(x, ctx);
+    bpm_cache.emplace(x, r);
+    return r;
+  }
+
+  // a port of tinygrad's unified_rewrite: stage 0 visits (bottom-up rewrite, push sources), stage 1 rebuilds from
+  // rewritten sources and applies the top-down matcher, stage 2 links a node to the result of its replacement
+  UOp unified_rewrite(const UOp& root) {
+    struct Entry { UOp n; int stage; UOp new_n; };
+    std::vector<Entry> stack{{root, 0, root}};
+    std::unordered_set<UOp> on_stack{root};
+    std::unordered_map<UOp, std::vector<Entry>> waitlist;
+    auto done = [&](const UOp& n, UOp r) {
+      replace[n] = std::move(r);
+      if (auto it = waitlist.find(n); it != waitlist.end()) {
+        for (auto& e : it->second) stack.push_back(std::move(e));
+        waitlist.erase(it);
+      }
+    };
+    while (!stack.empty()) {
+      if (stack.size() > 250000) throw Error("infinite loop in graph_rewrite (stack too big)");
+      Entry e = std::move(stack.back());
+      stack.pop_back();
+      if (replace.count(e.n)) continue;
+      if (e.stage == 0) {
+        UOp new_n = e.n;
+        if (bpm) {
+          std::unordered_set<UOp> seen;
+          UOp test_n = e.n;
+          try {
+            while (test_n) {
+              if (!seen.insert(test_n).second) throw Error("infinite loop in fixed_point_rewrite");
+              new_n = test_n;
+              test_n = cached_bpm_rewrite(test_n);
+            }
+          } catch (BottomUpGate& g) {
+            done(e.n, g.result ? g.result : new_n);
+            continue;
+          }
+        }
+        stack.push_back({e.n, 1, new_n});
+        for (size_t i = new_n.src().size(); i-- > 0;) {
+          const UOp& x = new_n.src(i);
+          if (!on_stack.insert(x).second) continue;
+          stack.push_back({x, 0, x});
+        }
+      } else if (e.stage == 1) {
+        std::vector<UOp> tmp;
+        tmp.reserve(e.new_n.src().size());
+        bool ready = true, changed = false;
+        for (auto& x : e.new_n.src()) {
+          auto it = replace.find(x);
+          if (it == replace.end()) {
+            waitlist[x].push_back({e.n, 1, e.new_n});
+            ready = false;
+            break;
+          }
+          changed |= it->second != x;
+          tmp.push_back(it->second);
+        }
+        if (!ready) continue;
+        UOp new_src_n;
+        if (!changed) {
+          if (!pm || !(new_src_n = pm->rewrite(e.new_n, ctx))) { done(e.n, e.new_n); continue; }
+        } else {
+          new_src_n = rebuild(e.new_n, tmp);
+        }
+        stack.push_back({e.n, 2, new_src_n});
+        stack.push_back({new_src_n, 0, new_src_n});
+      } else {
+        auto it = replace.find(e.new_n);
+        if (it == replace.end()) waitlist[e.new_n].push_back({e.n, 2, e.new_n});
+        else done(e.n, it->second);
+      }
+    }
+    return replace.at(root);
+  }
+
+  // rebuild with new sources; the dtype is re-derived only when a source dtype changed
+  static UOp rebuild(const UOp& n, const std::vector<UOp>& new_src) {
+    DType dt = n.dtype();
+    bool same = true;
+    for (size_t i = 0; i < new_src.size(); i++) same &= new_src[i].dtype() == n.src(i).dtype();
+    if (!same) dt = dtype_from_uop(n.op(), new_src, n.arg()).value_or(n.dtype());
+    return UOp::make(n.op(), dt, new_src, n.arg(), n.tag());
+  }
+};
+}  // namespace
+
+UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
+  RewriteContext rc{opts.bottom_up ? nullptr : &pm, opts.bottom_up ? &pm : opts.bpm, opts.ctx, {}, {}};
+  return rc.unified_rewrite(sink);
+}
+
+}  // namespace tg

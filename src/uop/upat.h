@@ -1,0 +1,183 @@
+#pragma once
+// UPat / PatternMatcher / graph_rewrite: the compiler is data. A rule is a pattern and a callback returning a
+// replacement (or an empty UOp for "no match"); matchers compose with +; graph_rewrite drives them to a fixed point.
+//
+//   PatternMatcher pm{
+//     (UPat::var("x") + 0) >> [](M m) { return m["x"]; },
+//     (UPat::var("x") * 1) >> [](M m) { return m["x"]; },
+//   };
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace tg {
+
+// a set of dtypes as a bitmask; empty means any
+struct DTypeSet {
+  uint32_t bits = 0;
+  DTypeSet() = default;
+  DTypeSet(DType d) : bits(1u << unsigned(d.id)) {}
+  DTypeSet(std::initializer_list<DType> ds) { for (DType d : ds) bits |= 1u << unsigned(d.id); }
+  bool any() const { return bits == 0; }
+  bool has(DType d) const { return bits >> unsigned(d.id) & 1; }
+  DTypeSet operator|(DTypeSet o) const { DTypeSet r; r.bits = bits | o.bits; return r; }
+  DType first() const { return DType(DTypeId(__builtin_ctz(bits))); }
+};
+namespace dtypes {
+DTypeSet ints();    // the concrete int dtypes (not weakint)
+DTypeSet floats();  // the concrete float dtypes
+DTypeSet weaks();
+}
+
+struct UPatNode;
+class Match;
+
+class UPat {
+ public:
+  enum class SrcKind : uint8_t { None, Tuple, AnyOrder, Repeat };
+  UPat();  // matches any node
+  // full constructor: ops (empty = any op), dtypes, sources (ordered), arg, capture name
+  UPat(OpSet ops, DTypeSet dts = {}, std::vector<UPat> src = {}, std::optional<Arg> arg = {}, std::string name = {},
+       bool allow_any_len = false);
+  UPat(Ops op, DTypeSet dts = {}, std::vector<UPat> src = {}, std::optional<Arg> arg = {}, std::string name = {}, bool allow_any_len = false)
+      : UPat(OpSet(op), dts, std::move(src), std::move(arg), std::move(name), allow_any_len) {}
+
+  static UPat var(std::string name = {}, DTypeSet dts = {});
+  static UPat cvar(std::string name = {}, DTypeSet dts = {});
+  static UPat cnst(ConstVal v, DTypeSet dts = {});  // a CONST with this exact value
+  static UPat any(std::vector<UPat> alternatives);  // matches if one of them matches
+  static UPat ops(OpSet ops, std::string name = {});
+  // source shapes
+  UPat src_any_order(std::vector<UPat> src) const;  // sources in any order (commutative)
+  UPat src_repeat(UPat each) const;                 // one pattern for all sources, any count
+  UPat allow_any_len() const;
+  UPat named(std::string name) const;
+  UPat with_arg(Arg a) const;
+
+  // sugar mirroring UOp's
+  UPat alu(Ops op, std::vector<UPat> rest = {}) const;
+  UPat cast(std::optional<DTypeSet> dts = {}, std::string name = {}) const;
+  UPat bitcast(std::optional<DTypeSet> dts = {}) const;
+  UPat where(const UPat& a, const UPat& b) const;
+  UPat ne(const UPat& x) const;
+  UPat eq(const UPat& x) const;
+  UPat maximum(const UPat& x) const;
+  UPat logical_not() const;
+  UPat reciprocal() const { return UPat(Ops::RECIPROCAL, {}, {*this}); }
+  UPat trunc() const { return UPat(Ops::TRUNC, {}, {*this}); }
+  UPat index(std::vector<UPat> idx) const;
+  UPat load(std::vector<UPat> rest = {}) const;
+  UPat store(const UPat& v) const;
+  UPat reduce(std::optional<Ops> reduce_op = {}, std::string name = {}, bool allow_any_len = false) const;
+  UPat broadcast() const;  // a STACK of copies of this
+  UPat or_casted(std::string name = {}) const;
+  UPat binop(Ops op, const UPat& y, bool reverse = false) const;
+  DType dtype() const;  // the first dtype it matches, void if any
+
+  const UPatNode* get() const { return p.get(); }
+  std::shared_ptr<const UPatNode> p;
+};
+
+struct UPatNode {
+  OpSet ops;  // empty = any
+  DTypeSet dts;
+  std::optional<Arg> arg;
+  int name = -1;  // interned capture slot
+  UPat::SrcKind kind = UPat::SrcKind::None;
+  std::vector<std::vector<UPat>> orders;  // Tuple: one; AnyOrder: every distinct permutation
+  std::shared_ptr<const UPatNode> repeat;
+  bool strict_len = false;
+  uint32_t required_len = 0;
+  OpSet early_reject;  // ops that must appear among a node's sources for any match
+  std::vector<UPat> alternatives;  // UPat::any
+  std::string name_str;
+};
+
+// UPat with a literal: the literal becomes a CONST pattern with that value
+template <Scalar T> UPat ufix_pat(T v) {
+  if constexpr (std::is_same_v<T, bool>) return UPat::cnst(ConstVal(v));
+  else if constexpr (std::is_floating_point_v<T>) return UPat::cnst(ConstVal(double(v)));
+  else return UPat::cnst(ConstVal(int64_t(v)));
+}
+#define TG_UPAT_BINOP(sym, OP)                                                                                   \
+  inline UPat operator sym(const UPat& a, const UPat& b) { return a.binop(Ops::OP, b); }                       \
+  template <Scalar T> UPat operator sym(const UPat& a, T b) { return a.binop(Ops::OP, ufix_pat(b)); }          \
+  template <Scalar T> UPat operator sym(T a, const UPat& b) { return b.binop(Ops::OP, ufix_pat(a), true); }
+TG_UPAT_BINOP(+, ADD)
+TG_UPAT_BINOP(*, MUL)
+TG_UPAT_BINOP(/, FLOORDIV)
+TG_UPAT_BINOP(%, FLOORMOD)
+TG_UPAT_BINOP(<, CMPLT)
+TG_UPAT_BINOP(&, AND)
+TG_UPAT_BINOP(|, OR)
+TG_UPAT_BINOP(^, XOR)
+TG_UPAT_BINOP(<<, SHL)
+TG_UPAT_BINOP(>>, SHR)
+#undef TG_UPAT_BINOP
+UPat operator-(const UPat& a);  // x*-1 (or logical_not for bool)
+UPat operator-(const UPat& a, const UPat& b);
+template <Scalar T> UPat operator-(const UPat& a, T b) { return a - ufix_pat(b); }
+template <Scalar T> UPat operator-(T a, const UPat& b) { return ufix_pat(a) - b; }
+
+// the captures of one match, by name; ctx is what graph_rewrite was given
+class Match {
+ public:
+  const UOp& operator[](std::string_view name) const;
+  const UOp& root() const { return *root_; }
+  template <class T> T& ctx() const { return *static_cast<T*>(ctx_); }
+  bool has_ctx() const { return ctx_ != nullptr; }
+  void* ctx_ = nullptr;
+  const UOp* root_ = nullptr;
+  const UOpNode* const* slots = nullptr;  // by the rule's capture index
+  const void* ctx_names = nullptr;        // the rule's capture names
+  UOp* tmp_slots = nullptr;
+};
+using M = const Match&;
+using RuleFn = std::function<UOp(M)>;
+
+struct Rule {
+  UPat pat;
+  RuleFn fn;
+};
+inline Rule operator>>(UPat p, RuleFn f) { return Rule{std::move(p), std::move(f)}; }
+
+class PatternMatcher {
+ public:
+  PatternMatcher() = default;
+  PatternMatcher(std::vector<Rule> rules);
+  PatternMatcher(std::initializer_list<Rule> rules) : PatternMatcher(std::vector<Rule>(rules)) {}
+  PatternMatcher operator+(const PatternMatcher& o) const;
+  // the first rule whose pattern matches and whose callback returns a new node wins; empty UOp if none
+  UOp rewrite(const UOp& u, void* ctx = nullptr) const;
+  const std::vector<Rule>& rules() const { return rules_; }
+
+ private:
+  void index();
+  std::vector<Rule> rules_;
+  std::vector<std::vector<uint32_t>> by_op_;  // rule indices per op
+  std::shared_ptr<std::vector<struct RuleInfo>> infos_;
+};
+
+// thrown by a bottom-up rule to stop the rewrite from descending into a node's sources
+struct BottomUpGate {
+  UOp result;
+};
+
+struct RewriteOpts {
+  bool bottom_up = false;
+  void* ctx = nullptr;
+  const PatternMatcher* bpm = nullptr;  // a bottom-up matcher to run alongside a top-down one
+};
+UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts = {});
+inline UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, void* ctx, bool bottom_up = false) {
+  return graph_rewrite(sink, pm, RewriteOpts{bottom_up, ctx});
+}
+
+int intern_capture_name(std::string_view name);
+inline constexpr int MAX_CAPTURES = 256;
+
+}  // namespace tg
