@@ -120,7 +120,7 @@ UOp canonicalize_simplex(const UOp& X) {
   bool changed = false;
   std::vector<UOp> ret;
   for (auto u : X.split_uop(Ops::ADD)) {
-    if (u.op() == Ops::MUL && u.src(1).op() == Ops::CONST && u.src(1).val() < ConstVal(0) == false && ConstVal(0) < u.src(1).val()) {
+    if (u.op() == Ops::MUL && u.src(1).op() == Ops::CONST && ConstVal(0) < u.src(1).val()) {
       changed = true;
       u = u.src(0);
     }
@@ -170,10 +170,10 @@ const PatternMatcher& symbolic_simple() {
       // ** self folding **
       UPat(OpSet{ADD, XOR, OR}).src_any_order({V("x"), K(0)}) >> [](M m) { return m["x"]; },
       UPat(OpSet{SHL, SHR}, {}, {V("x"), K(0)}) >> [](M m) { return m["x"]; },
-      V("x") * 1 >> [](M m) { return m["x"]; },
-      V("x") / V("x") >> [](M m) { return m["x"].const_like(int64_t(1)); },
-      V("x") / 1 >> [](M m) { return m["x"]; },
-      V("x") / -1 >> [](M m) { return -m["x"]; },
+      (V("x") * 1) >> [](M m) { return m["x"]; },
+      (V("x") / V("x")) >> [](M m) { return m["x"].const_like(int64_t(1)); },
+      (V("x") / 1) >> [](M m) { return m["x"]; },
+      (V("x") / -1) >> [](M m) { return -m["x"]; },
       ((V("x") ^ V("y")) ^ V("y")) >> [](M m) { return m["x"]; },
       ((V() % V("y")).named("base") % V("y")) >> [](M m) { return m["base"]; },
       UPat(ADD, WINT, {}, {}, "x") >> [](M m) { return fold_add_divmod_recombine(m["x"]); },
@@ -190,7 +190,7 @@ const PatternMatcher& symbolic_simple() {
       },
       V("x", ints_bool_w()).trunc() >> [](M m) { return m["x"]; },
       // ** zero folding **
-      (V("x") < V("x")) >> [](M m) { return cbool(false); },
+      (V("x") < V("x")) >> [](M) { return cbool(false); },
       (V("x") % V("x")) >> [](M m) { return m["x"].const_like(int64_t(0)); },
       (V("x") ^ V("x")) >> [](M m) { return m["x"].const_like(int64_t(0)); },
       (V("x") & 0) >> [](M m) { return m["x"].const_like(int64_t(0)); },
@@ -202,21 +202,21 @@ const PatternMatcher& symbolic_simple() {
         int64_t mask = ival(m["mask"]), c = ival(m["c"]);
         return c > 0 && (c & (c - 1)) == 0 && (mask | (c - 1)) == -1 ? m["x"] / c : UOp();
       },
-      V("x", ints_bool_w()).ne(V("x")) >> [](M m) { return cbool(false); },
+      V("x", ints_bool_w()).ne(V("x")) >> [](M) { return cbool(false); },
       // ** constant folding **
       UPat(CAST, DTypeSet{dtypes::bool_} | dtypes::ints() | dtypes::floats(), {C("c")}, {}, "root") >> [](M m) { return m["root"].const_like(m["c"].val()); },
       UPat(GroupOp::Unary, {}, {cfp}, {}, "a") >> [](M m) { return fold_const_alu(m["a"]); },
       UPat(GroupOp::Binary - OpSet{THREEFRY}, {}, {cfp, cfp}, {}, "a") >> [](M m) { return fold_const_alu(m["a"]); },
       UPat(GroupOp::Ternary, {}, {cfp, cfp, cfp}, {}, "a") >> [](M m) { return fold_const_alu(m["a"]); },
-      V("x", BOOL) * V("y", BOOL) >> [](M m) { return m["x"] & m["y"]; },
-      V("x", BOOL) + V("y", BOOL) >> [](M m) { return m["x"] | m["y"]; },
+      (V("x", BOOL) * V("y", BOOL)) >> [](M m) { return m["x"] & m["y"]; },
+      (V("x", BOOL) + V("y", BOOL)) >> [](M m) { return m["x"] | m["y"]; },
       V("x", BOOL).maximum(V("y", BOOL)) >> [](M m) { return m["x"] | m["y"]; },
       // ** div rules (true division is x*(1/y)) **
       UPat(MUL).src_any_order({UPat(CONST, {}, {}, Arg(ConstVal(0)), "x"), K(0).reciprocal()}) >> [](M m) { return m["x"].const_like(NAN); },
       UPat(MUL).src_any_order({V("x") * 0, K(0).reciprocal()}) >> [](M m) { return m["x"].const_like(NAN); },
       UPat(MUL).src_any_order({V("x"), V("x").reciprocal()}) >> [](M m) { return m["x"].const_like(int64_t(1)); },
       UPat(MUL).src_any_order({V("x") * V("x2"), V("x2").reciprocal()}) >> [](M m) { return m["x"]; },
-      V("x") * 0 >> [](M m) {
+      (V("x") * 0) >> [](M m) {
         const UOp& x = m["x"];
         bool special = x.op() == Ops::CONST && x.val().is_float() && (std::isnan(x.val().f) || std::isinf(x.val().f));
         return special ? x.const_like(NAN) : x.const_like(int64_t(0));
@@ -273,7 +273,7 @@ const PatternMatcher& symbolic() {
     });
     PatternMatcher rules{
       // ** boolean algebra **
-      (V("x", BOOL) | V("x", BOOL).logical_not()) >> [](M m) { return cbool(true); },
+      (V("x", BOOL) | V("x", BOOL).logical_not()) >> [](M) { return cbool(true); },
       // ** combine terms **
       (V("x") * C("c0") + V("x") * C("c1")) >> [](M m) { return m["x"] * (m["c0"] + m["c1"]); },
       ((V("y") + V("x") * C("c0")) + V("x") * C("c1")) >> [](M m) { return m["y"] + m["x"] * (m["c0"] + m["c1"]); },

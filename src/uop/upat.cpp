@@ -217,14 +217,13 @@ struct RuleInfo {
   std::vector<std::string> names;
 };
 
-const UOp& Match::operator[](std::string_view name) const {
+UOp Match::operator[](std::string_view name) const {
   // the rule's names are few: a linear scan beats hashing
   const RuleInfo* ri = static_cast<const RuleInfo*>(static_cast<const void*>(ctx_names));
   for (size_t i = 0; i < ri->names.size(); i++)
     if (ri->names[i] == name) {
       if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
-      tmp_slots[i] = UOp(slots[i]);
-      return tmp_slots[i];
+      return UOp(slots[i]);
     }
   throw Error("UPat has no capture named '" + std::string(name) + "'");
 }
@@ -271,8 +270,6 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
     const RuleInfo& info = (*infos_)[ri];
     MatchState st{info.ids.data(), int(info.ids.size()), {}, &rule.fn, {}, {}};
     st.m.ctx_ = ctx, st.m.root_ = &u, st.m.ctx_names = &info;
-    UOp tmp[MAX_RULE_NAMES];
-    st.m.tmp_slots = tmp;
     if (match_one(p, u.get(), nullptr, st) && st.result != u) {
       if (getenv("TG_TRACE")) fprintf(stderr, "rule %u: %s -> %s\n", ri, u.render(false).c_str(), st.result.render(false).c_str());
       return std::move(st.result);

@@ -126,7 +126,7 @@ template <Scalar T> UPat operator-(T a, const UPat& b) { return ufix_pat(a) - b;
 // the captures of one match, by name; ctx is what graph_rewrite was given
 class Match {
  public:
-  const UOp& operator[](std::string_view name) const;
+  UOp operator[](std::string_view name) const;
   const UOp& root() const { return *root_; }
   template <class T> T& ctx() const { return *static_cast<T*>(ctx_); }
   bool has_ctx() const { return ctx_ != nullptr; }
@@ -134,7 +134,6 @@ class Match {
   const UOp* root_ = nullptr;
   const UOpNode* const* slots = nullptr;  // by the rule's capture index
   const void* ctx_names = nullptr;        // the rule's capture names
-  UOp* tmp_slots = nullptr;
 };
 using M = const Match&;
 using RuleFn = std::function<UOp(M)>;

@@ -1,0 +1,4 @@
+#pragma once
+// tinygrad.cpp: the umbrella header. Include this and link the `tg` library.
+#include "tg/dtype.h"
+#include "tg/error.h"
