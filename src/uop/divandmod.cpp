@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "uop/nodemap.h"
 #include "uop/symbolic.h"
 
 namespace tg {
@@ -37,7 +38,22 @@ std::vector<int64_t> pyset_order(const std::vector<int64_t>& inserted) {
 size_t backward_slice_len(const UOp& u) { return u.topo_nodes().size() - 1; }
 }  // namespace
 
+namespace {
+UOp fold_divmod_uncached(const UOp& d);
+}
+
+// memoized as tinygrad memoizes it; the memo is bounded so a long-running program does not hold nodes forever
 UOp fold_divmod_general(const UOp& d) {
+  static NodeMap<std::optional<UOp>> memo(4096);
+  if (auto* r = memo.find(d); r && *r) return **r;
+  UOp r = fold_divmod_uncached(d);
+  if (memo.size() > 65536) memo = NodeMap<std::optional<UOp>>(4096);
+  memo[d] = r;
+  return r;
+}
+
+namespace {
+UOp fold_divmod_uncached(const UOp& d) {
   const UOp &x = d.src(0), &y = d.src(1);
   bool is_mod = d.op() == Ops::FLOORMOD;
   if (y.vmin() == ConstVal(0) && y.vmax() == ConstVal(0))
@@ -168,6 +184,7 @@ UOp fold_divmod_general(const UOp& d) {
   if (new_x.vmin() < ConstVal(0)) return {};
   return is_mod ? new_x % y : new_x / y + pysum(quo);
 }
+}  // namespace
 
 const PatternMatcher& div_and_mod_symbolic() {
   static const PatternMatcher pm{

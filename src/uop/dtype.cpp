@@ -1,6 +1,7 @@
 #include "tg/dtype.h"
 #include "tg/error.h"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -186,7 +187,8 @@ uint32_t ancestors(D d) {
 }
 }  // namespace
 
-DType least_upper_dtype(std::initializer_list<DType> ds) {
+namespace {
+DType least_upper_slow(std::initializer_list<DType> ds) {
   uint32_t common = ~0u;
   for (DType d : ds) {
     if (d.id == D::void_) throw Error("least_upper_dtype: void has no promotion");
@@ -197,6 +199,23 @@ DType least_upper_dtype(std::initializer_list<DType> ds) {
     if (common >> i & 1) if (!best || DType(D(i)) < *best) best = DType(D(i));
   if (!best) internal_error("least_upper_dtype found no common type");
   return *best;
+}
+}  // namespace
+
+DType least_upper_dtype(std::initializer_list<DType> ds) {
+  // the hot case (two dtypes) from a table built once
+  static const auto pairs = [] {
+    std::array<std::array<DType, size_t(D::count)>, size_t(D::count)> t{};
+    for (size_t a = 1; a < size_t(D::count); a++)
+      for (size_t b = 1; b < size_t(D::count); b++) t[a][b] = least_upper_slow({DType(D(a)), DType(D(b))});
+    return t;
+  }();
+  if (ds.size() == 2) {
+    DType a = ds.begin()[0], b = ds.begin()[1];
+    if (a == b && a != dtypes::void_) return a;
+    if (a != dtypes::void_ && b != dtypes::void_) return pairs[size_t(a.id)][size_t(b.id)];
+  }
+  return least_upper_slow(ds);
 }
 
 DType least_upper_float(DType d) {

@@ -1,5 +1,6 @@
 // UOp nodes: args, the hash-cons table, construction with dtype derivation and verification, the ALU helpers.
 #include "uop/uop.h"
+#include "uop/nodemap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -129,32 +130,65 @@ int arg_compare(const Arg& a, const Arg& b) {
 // ***** 2. the hash-cons table *****
 
 namespace {
-struct Key {
-  Ops op; DType dtype; Srcs src; const Arg& arg; const Arg& tag; size_t hash;
-};
 size_t key_hash(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   size_t h = mix(size_t(op) * 131 + size_t(dtype.id), arg.hash());
   for (const UOp& s : src) h = mix(h, size_t(s.get()) >> 4);
   if (!tag.none()) h = mix(h, tag.hash());
+  h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29;  // spread the bits for linear probing
   return h;
 }
-struct NodeHash {
-  using is_transparent = void;
-  size_t operator()(const UOpNode* n) const { return n->hash; }
-  size_t operator()(const Key& k) const { return k.hash; }
-};
-struct NodeEq {
-  using is_transparent = void;
-  bool operator()(const UOpNode* a, const UOpNode* b) const { return a == b; }
-  bool operator()(const Key& k, const UOpNode* n) const {
-    if (k.hash != n->hash || k.op != n->op || k.dtype != n->dtype || k.src.size() != n->nsrc) return false;
-    for (size_t i = 0; i < k.src.size(); i++) if (k.src.ptr[i].get() != n->srcs()[i].get()) return false;
-    return k.arg == n->arg && k.tag == n->tag;
+
+// the hash-cons table: open addressing with linear probing over (hash, node) slots, backward-shift deletion
+class Table {
+ public:
+  Table() : slots_(1 << 16) {}
+  size_t size() const { return count_; }
+  const UOpNode* find(size_t h, Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) const {
+    for (size_t i = h & mask(); slots_[i].node; i = (i + 1) & mask()) {
+      const UOpNode* n = slots_[i].node;
+      if (slots_[i].hash != h || n->op != op || n->dtype != dtype || n->nsrc != src.size()) continue;
+      bool same = true;
+      for (size_t k = 0; k < src.size() && same; k++) same = src.ptr[k].get() == n->srcs()[k].get();
+      if (same && n->arg == arg && n->tag == tag) return n;
+    }
+    return nullptr;
   }
-  bool operator()(const UOpNode* n, const Key& k) const { return (*this)(k, n); }
+  void insert(const UOpNode* n) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    size_t i = n->hash & mask();
+    while (slots_[i].node) i = (i + 1) & mask();
+    slots_[i] = {n->hash, n};
+    count_++;
+  }
+  void erase(const UOpNode* n) {
+    size_t i = n->hash & mask();
+    while (slots_[i].node != n) {
+      if (!slots_[i].node) internal_error("hash-cons table lost a node");
+      i = (i + 1) & mask();
+    }
+    // shift later members of the probe run back into the hole
+    for (size_t j = (i + 1) & mask(); slots_[j].node; j = (j + 1) & mask()) {
+      size_t home = slots_[j].hash & mask();
+      bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) slots_[i] = slots_[j], i = j;
+    }
+    slots_[i] = {0, nullptr};
+    count_--;
+  }
+
+ private:
+  struct Slot { size_t hash; const UOpNode* node; };
+  size_t mask() const { return slots_.size() - 1; }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    count_ = 0;
+    for (auto& s : old) if (s.node) insert(s.node);
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
 };
-using Table = std::unordered_set<const UOpNode*, NodeHash, NodeEq>;
-Table& table() { static Table* t = new Table(1 << 16); return *t; }  // never destroyed: nodes may outlive static dtors
+Table& table() { static Table* t = new Table(); return *t; }  // never destroyed: nodes may outlive static dtors
 
 bool releasing = false;
 std::vector<const UOpNode*> release_queue;
@@ -293,7 +327,7 @@ void verify(Ops op, DType dt, Srcs src, const Arg& arg) {
 UOp UOp::make(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   size_t h = key_hash(op, dtype, src, arg, tag);
   Table& t = table();
-  if (auto it = t.find(Key{op, dtype, src, arg, tag, h}); it != t.end()) return UOp(*it);
+  if (const UOpNode* n = t.find(h, op, dtype, src, arg, tag)) return UOp(n);
   verify(op, dtype, src, arg);
   void* mem = ::operator new(sizeof(UOpNode) + src.size() * sizeof(UOp));
   UOpNode* n = new (mem) UOpNode{0, op, dtype, uint32_t(src.size()), h, arg, tag};
@@ -349,6 +383,11 @@ bool UOp::is_invalid() const { return op() == Ops::CONST && arg().cval().is_inva
 // ***** 5. ALU helpers with tinygrad's promotion *****
 
 UOp UOp::alu(Ops op, Srcs rest) const {
+  if (rest.size() <= 3) {
+    UOp s[4] = {*this};
+    for (size_t i = 0; i < rest.size(); i++) s[i + 1] = rest.ptr[i];
+    return make(op, std::span<const UOp>(s, rest.size() + 1));
+  }
   std::vector<UOp> s{*this};
   s.insert(s.end(), rest.begin(), rest.end());
   return make(op, s);
@@ -455,17 +494,16 @@ const std::vector<const UOpNode*>& UOp::topo_nodes() const {
   auto& topo = p->cache->topo;
   if (topo) return *topo;
   std::vector<const UOpNode*> out;
-  std::unordered_set<const UOpNode*> seen;
+  NodeMap<bool> seen(64);
   std::vector<std::pair<const UOpNode*, bool>> stack{{p, false}};
   while (!stack.empty()) {
     auto [n, visited] = stack.back();
     stack.pop_back();
-    if (seen.count(n)) continue;
     if (!visited) {
+      if (seen.contains(UOp(n))) continue;
       stack.push_back({n, true});
-      for (uint32_t i = n->nsrc; i-- > 0;) if (!seen.count(n->srcs()[i].get())) stack.push_back({n->srcs()[i].get(), false});
-    } else {
-      seen.insert(n);
+      for (uint32_t i = n->nsrc; i-- > 0;) stack.push_back({n->srcs()[i].get(), false});
+    } else if (seen.try_emplace(UOp(n)).second) {
       out.push_back(n);
     }
   }

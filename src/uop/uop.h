@@ -265,7 +265,9 @@ static_assert(sizeof(UOpNode) % alignof(UOp) == 0);
 
 // the list's array lives until the end of the full expression that passed it, as long as a Srcs parameter does
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
 inline Srcs::Srcs(std::initializer_list<UOp> l) : ptr(l.begin()), n(l.size()) {}
 #pragma GCC diagnostic pop
 inline Srcs::Srcs(const std::vector<UOp>& v) : ptr(v.data()), n(v.size()) {}

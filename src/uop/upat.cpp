@@ -1,5 +1,6 @@
 // UPat construction and matching, PatternMatcher, graph_rewrite.
 #include "uop/upat.h"
+#include "uop/nodemap.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -286,13 +287,13 @@ struct RewriteContext {
   const PatternMatcher* bpm;
   void* ctx;
   // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
-  std::unordered_map<UOp, UOp> replace;
-  std::unordered_map<UOp, UOp> bpm_cache;  // empty UOp = no rewrite
+  NodeMap<UOp> replace{64};
+  NodeMap<UOp> bpm_cache;  // empty UOp = no rewrite
 
   UOp cached_bpm_rewrite(const UOp& x) {
-    if (auto it = bpm_cache.find(x); it != bpm_cache.end()) return it->second;
+    if (UOp* r = bpm_cache.find(x)) return *r;
     UOp r = bpm->rewrite(x, ctx);
-    bpm_cache.emplace(x, r);
+    bpm_cache[x] = r;
     return r;
   }
 
@@ -301,20 +302,21 @@ struct RewriteContext {
   UOp unified_rewrite(const UOp& root) {
     struct Entry { UOp n; int stage; UOp new_n; };
     std::vector<Entry> stack{{root, 0, root}};
-    std::unordered_set<UOp> on_stack{root};
-    std::unordered_map<UOp, std::vector<Entry>> waitlist;
+    NodeMap<bool> on_stack{64};
+    on_stack[root] = true;
+    NodeMap<std::vector<Entry>> waitlist;
     auto done = [&](const UOp& n, UOp r) {
       replace[n] = std::move(r);
-      if (auto it = waitlist.find(n); it != waitlist.end()) {
-        for (auto& e : it->second) stack.push_back(std::move(e));
-        waitlist.erase(it);
+      if (auto* w = waitlist.find(n); w && !w->empty()) {
+        for (auto& e : *w) stack.push_back(std::move(e));
+        w->clear();
       }
     };
     while (!stack.empty()) {
       if (stack.size() > 250000) throw Error("infinite loop in graph_rewrite (stack too big)");
       Entry e = std::move(stack.back());
       stack.pop_back();
-      if (replace.count(e.n)) continue;
+      if (replace.contains(e.n)) continue;
       if (e.stage == 0) {
         UOp new_n = e.n;
         if (bpm) {
@@ -334,7 +336,7 @@ struct RewriteContext {
         stack.push_back({e.n, 1, new_n});
         for (size_t i = new_n.src().size(); i-- > 0;) {
           const UOp& x = new_n.src(i);
-          if (!on_stack.insert(x).second) continue;
+          if (!on_stack.try_emplace(x).second) continue;
           stack.push_back({x, 0, x});
         }
       } else if (e.stage == 1) {
@@ -342,14 +344,14 @@ struct RewriteContext {
         tmp.reserve(e.new_n.src().size());
         bool ready = true, changed = false;
         for (auto& x : e.new_n.src()) {
-          auto it = replace.find(x);
-          if (it == replace.end()) {
+          UOp* r = replace.find(x);
+          if (!r) {
             waitlist[x].push_back({e.n, 1, e.new_n});
             ready = false;
             break;
           }
-          changed |= it->second != x;
-          tmp.push_back(it->second);
+          changed |= *r != x;
+          tmp.push_back(*r);
         }
         if (!ready) continue;
         UOp new_src_n;
@@ -361,12 +363,11 @@ struct RewriteContext {
         stack.push_back({e.n, 2, new_src_n});
         stack.push_back({new_src_n, 0, new_src_n});
       } else {
-        auto it = replace.find(e.new_n);
-        if (it == replace.end()) waitlist[e.new_n].push_back({e.n, 2, e.new_n});
-        else done(e.n, it->second);
+        if (UOp* r = replace.find(e.new_n)) done(e.n, *r);
+        else waitlist[e.new_n].push_back({e.n, 2, e.new_n});
       }
     }
-    return replace.at(root);
+    return *replace.find(root);
   }
 
   // rebuild with new sources; the dtype is re-derived only when a source dtype changed

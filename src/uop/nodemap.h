@@ -1,0 +1,55 @@
+#pragma once
+// A flat open-addressing map keyed by UOp (holding a reference, so a key's address is never reused while it is in
+// the map). The rewrite engine's memo tables live here: no per-entry allocation, one probe sequence per lookup.
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace tg {
+
+inline size_t node_ptr_hash(const UOpNode* n) {
+  uint64_t h = uint64_t(reinterpret_cast<uintptr_t>(n)) * 0x9E3779B97F4A7C15ull;
+  return size_t(h ^ (h >> 29));
+}
+
+template <class V> class NodeMap {
+ public:
+  NodeMap(size_t cap = 16) { reset(cap); }
+  V* find(const UOp& k) {
+    if (!count_) return nullptr;
+    for (size_t i = node_ptr_hash(k.get()) & mask_;; i = (i + 1) & mask_) {
+      if (!slots_[i].k) return nullptr;
+      if (slots_[i].k == k) return &slots_[i].v;
+    }
+  }
+  bool contains(const UOp& k) { return find(k) != nullptr; }
+  // returns the value slot for k, default-constructing it when absent; second is true when it was inserted
+  std::pair<V*, bool> try_emplace(const UOp& k) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    for (size_t i = node_ptr_hash(k.get()) & mask_;; i = (i + 1) & mask_) {
+      if (!slots_[i].k) { slots_[i].k = k; count_++; return {&slots_[i].v, true}; }
+      if (slots_[i].k == k) return {&slots_[i].v, false};
+    }
+  }
+  V& operator[](const UOp& k) { return *try_emplace(k).first; }
+  size_t size() const { return count_; }
+
+ private:
+  struct Slot { UOp k; V v; };
+  void reset(size_t cap) {
+    size_t c = 16;
+    while (c < cap) c <<= 1;
+    slots_.clear();
+    slots_.resize(c);
+    mask_ = c - 1, count_ = 0;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    reset(old.size() * 2);
+    for (auto& s : old) if (s.k) { auto [v, _] = try_emplace(s.k); *v = std::move(s.v); }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, count_ = 0;
+};
+
+}  // namespace tg
