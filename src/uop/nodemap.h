@@ -33,6 +33,12 @@ template <class V> class NodeMap {
   }
   V& operator[](const UOp& k) { return *try_emplace(k).first; }
   size_t size() const { return count_; }
+  // empty the map; a map that grew big shrinks back so clearing stays cheap
+  void clear() {
+    if (slots_.size() > 4096) { reset(16); return; }
+    if (count_) for (auto& s : slots_) if (s.k) s = Slot{};
+    count_ = 0;
+  }
 
  private:
   struct Slot { UOp k; V v; };

@@ -116,6 +116,13 @@ MM compute_minmax(const UOpNode* n) {
 
 void ensure_minmax(const UOpNode* root) {
   if (root->have_minmax) return;
+  bool srcs_ready = true;
+  for (uint32_t i = 0; i < root->nsrc && srcs_ready; i++) srcs_ready = root->srcs()[i].get()->have_minmax;
+  if (srcs_ready) {
+    auto [lo, hi] = compute_minmax(root);
+    root->vmin = lo, root->vmax = hi, root->have_minmax = true;
+    return;
+  }
   std::vector<std::pair<const UOpNode*, bool>> stack{{root, false}};
   while (!stack.empty()) {
     auto [n, expanded] = stack.back();
@@ -248,8 +255,10 @@ UOp UOp::gcd(Srcs uops) {
     count = i == 0 ? c : count & c;
     terms.push_back(t);
   }
+  // with no common factor the product is just the const (what simplify() of 1*const gives)
+  if (count.items.empty()) return terms[0].const_like(g);
   // math.prod starts from the int 1: 1*e0*e1*...*const
-  UOp r = lit(1) * (count.items.empty() ? terms[0].const_like(g) : count.items[0].first);
+  UOp r = lit(1) * count.items[0].first;
   auto els = count.elements();
   for (size_t i = 1; i < els.size(); i++) r = r * els[i];
   if (!els.empty()) r = r * terms[0].const_like(g);

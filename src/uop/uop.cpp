@@ -72,18 +72,19 @@ bool Arg::matches(const Arg& o) const {
 }
 
 size_t Arg::hash() const {
-  return mix(v.index(), std::visit([](const auto& a) -> size_t {
-    using T = std::decay_t<decltype(a)>;
-    if constexpr (std::is_same_v<T, std::monostate>) return 0;
-    else if constexpr (std::is_same_v<T, ConstVal>) return a.hash();
-    else if constexpr (std::is_same_v<T, int64_t>) return std::hash<int64_t>()(a);
-    else if constexpr (std::is_same_v<T, Ints>) { size_t h = a.size(); for (auto x : a) h = mix(h, std::hash<int64_t>()(x)); return h; }
-    else if constexpr (std::is_same_v<T, std::string>) return std::hash<std::string>()(a);
-    else if constexpr (std::is_same_v<T, DType>) return size_t(a.id);
-    else if constexpr (std::is_same_v<T, std::shared_ptr<const ParamArg>>)
-      return mix(mix(std::hash<int64_t>()(a->slot), size_t(a->dtype.id)), std::hash<std::string>()(a->name.value_or("")));
-    else return a->hash();
-  }, v));
+  switch (v.index()) {
+    case 0: return 0;
+    case 1: return mix(1, std::get<ConstVal>(v).hash());
+    case 2: return mix(2, std::hash<int64_t>()(std::get<int64_t>(v)));
+    case 3: { size_t h = 3; for (auto x : std::get<Ints>(v)) h = mix(h, std::hash<int64_t>()(x)); return h; }
+    case 4: return mix(4, std::hash<std::string>()(std::get<std::string>(v)));
+    case 5: return mix(5, size_t(std::get<DType>(v).id));
+    case 6: {
+      const ParamArg& a = *std::get<std::shared_ptr<const ParamArg>>(v);
+      return mix(mix(mix(6, std::hash<int64_t>()(a.slot)), size_t(a.dtype.id)), std::hash<std::string>()(a.name.value_or("")));
+    }
+    default: return mix(7, std::get<std::shared_ptr<const ArgObject>>(v)->hash());
+  }
 }
 
 std::string Arg::str() const {
@@ -399,7 +400,7 @@ UOp UOp::const_like(ConstVal v) const { return const_(v, dtype()); }
 namespace {
 // keep a bare weak CONST weak (lifted to the weak kind of the result), cast anything else to the result dtype
 UOp promote(const UOp& t, DType out) {
-  if (base_is_invalid(t)) return t;
+  if (t.dtype() == out || base_is_invalid(t)) return t;
   if (t.dtype().is_weak() && t.op() == Ops::CONST) return UOp::const_(t.val(), weak_dtype(out));
   return t.cast(out);
 }

@@ -3,8 +3,6 @@
 #include "uop/nodemap.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
@@ -271,10 +269,7 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
     const RuleInfo& info = (*infos_)[ri];
     MatchState st{info.ids.data(), int(info.ids.size()), {}, &rule.fn, {}, {}};
     st.m.ctx_ = ctx, st.m.root_ = &u, st.m.ctx_names = &info;
-    if (match_one(p, u.get(), nullptr, st) && st.result != u) {
-      if (getenv("TG_TRACE")) fprintf(stderr, "rule %u: %s -> %s\n", ri, u.render(false).c_str(), st.result.render(false).c_str());
-      return std::move(st.result);
-    }
+    if (match_one(p, u.get(), nullptr, st) && st.result != u) return std::move(st.result);
   }
   return {};
 }
@@ -283,12 +278,20 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
 
 namespace {
 struct RewriteContext {
-  const PatternMatcher* pm;
-  const PatternMatcher* bpm;
-  void* ctx;
+  const PatternMatcher* pm = nullptr;
+  const PatternMatcher* bpm = nullptr;
+  void* ctx = nullptr;
   // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
   NodeMap<UOp> replace{64};
   NodeMap<UOp> bpm_cache;  // empty UOp = no rewrite
+  struct Entry { UOp n; int stage; UOp new_n; };
+  std::vector<Entry> stack;
+  NodeMap<bool> on_stack{64};
+  NodeMap<std::vector<Entry>> waitlist;
+  std::vector<UOp> tmp;
+  void clear() {
+    replace.clear(), bpm_cache.clear(), on_stack.clear(), waitlist.clear(), stack.clear(), tmp.clear();
+  }
 
   UOp cached_bpm_rewrite(const UOp& x) {
     if (UOp* r = bpm_cache.find(x)) return *r;
@@ -300,11 +303,8 @@ struct RewriteContext {
   // a port of tinygrad's unified_rewrite: stage 0 visits (bottom-up rewrite, push sources), stage 1 rebuilds from
   // rewritten sources and applies the top-down matcher, stage 2 links a node to the result of its replacement
   UOp unified_rewrite(const UOp& root) {
-    struct Entry { UOp n; int stage; UOp new_n; };
-    std::vector<Entry> stack{{root, 0, root}};
-    NodeMap<bool> on_stack{64};
+    stack.push_back({root, 0, root});
     on_stack[root] = true;
-    NodeMap<std::vector<Entry>> waitlist;
     auto done = [&](const UOp& n, UOp r) {
       replace[n] = std::move(r);
       if (auto* w = waitlist.find(n); w && !w->empty()) {
@@ -340,8 +340,7 @@ struct RewriteContext {
           stack.push_back({x, 0, x});
         }
       } else if (e.stage == 1) {
-        std::vector<UOp> tmp;
-        tmp.reserve(e.new_n.src().size());
+        tmp.clear();
         bool ready = true, changed = false;
         for (auto& x : e.new_n.src()) {
           UOp* r = replace.find(x);
@@ -382,8 +381,17 @@ struct RewriteContext {
 }  // namespace
 
 UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
-  RewriteContext rc{opts.bottom_up ? nullptr : &pm, opts.bottom_up ? &pm : opts.bpm, opts.ctx, {}, {}};
-  return rc.unified_rewrite(sink);
+  // rewrites nest (a rule may simplify a subexpression): contexts come from a per-thread pool so their tables are reused
+  static thread_local std::vector<std::unique_ptr<RewriteContext>> pool;
+  std::unique_ptr<RewriteContext> rc;
+  if (pool.empty()) rc = std::make_unique<RewriteContext>();
+  else rc = std::move(pool.back()), pool.pop_back();
+  rc->pm = opts.bottom_up ? nullptr : &pm, rc->bpm = opts.bottom_up ? &pm : opts.bpm, rc->ctx = opts.ctx;
+  struct Return {
+    std::unique_ptr<RewriteContext>& rc;
+    ~Return() { rc->clear(); pool.push_back(std::move(rc)); }
+  } ret{rc};
+  return rc->unified_rewrite(sink);
 }
 
 }  // namespace tg

@@ -127,6 +127,7 @@ template <Scalar T> UPat operator-(T a, const UPat& b) { return ufix_pat(a) - b;
 class Match {
  public:
   UOp operator[](std::string_view name) const;
+  template <size_t N> UOp operator[](const char (&name)[N]) const { return (*this)[std::string_view(name, N - 1)]; }
   const UOp& root() const { return *root_; }
   template <class T> T& ctx() const { return *static_cast<T*>(ctx_); }
   bool has_ctx() const { return ctx_ != nullptr; }
