@@ -3,7 +3,9 @@
 
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -43,15 +45,33 @@ std::string ConstVal::str() const {
   }
   if (std::isnan(f)) return "nan";
   if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-  // shortest repr that round-trips, as Python prints floats
+  // Python's repr: the shortest digits that round-trip, fixed notation for exponents -4..15, else d.ddde+XX
   char buf[64];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, f);
+  for (int prec = 0; prec <= 16; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec, f);
     if (std::strtod(buf, nullptr) == f) break;
   }
-  std::string s = buf;
-  if (s.find_first_of(".einn") == std::string::npos) s += ".0";
-  return s;
+  std::string m(buf);
+  size_t epos = m.find('e');
+  int exp = std::atoi(m.c_str() + epos + 1);
+  bool neg = m[0] == '-';
+  std::string digits;
+  for (size_t i = neg; i < epos; i++) if (m[i] != '.') digits += m[i];
+  std::string out = neg ? "-" : "";
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) out += "0." + std::string(size_t(-exp - 1), '0') + digits;
+    else {
+      if (digits.size() < size_t(exp + 1)) digits += std::string(size_t(exp + 1) - digits.size(), '0');
+      std::string frac = digits.substr(size_t(exp + 1));
+      out += digits.substr(0, size_t(exp + 1)) + "." + (frac.empty() ? "0" : frac);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char e[16];
+  snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+  return out + e;
 }
 
 bool operator==(const ConstVal& a, const ConstVal& b) {
@@ -77,11 +97,11 @@ namespace {
 struct DTypeInfo { int priority, bitsize; const char *c_name, *name; char fmt; };
 constexpr DTypeInfo infos[] = {
   {-1, 0, "void", "void", 0},          {0, 800, "weakint", "weakint", 0},  {0, 1, "bool", "bool", '?'},
-  {1, 8, "signed char", "int8", 'b'},  {2, 8, "unsigned char", "uint8", 'B'}, {3, 16, "short", "int16", 'h'},
-  {4, 16, "unsigned short", "uint16", 'H'}, {5, 32, "int", "int32", 'i'}, {6, 32, "unsigned int", "uint32", 'I'},
-  {7, 64, "long", "int64", 'q'},       {8, 64, "unsigned long", "uint64", 'Q'}, {9, 800, "weakfloat", "weakfloat", 0},
-  {12, 16, "half", "float16", 'e'},    {13, 16, "__bf16", "bfloat16", 0},  {14, 32, "float", "float32", 'f'},
-  {15, 64, "double", "float64", 'd'},
+  {1, 8, "signed char", "char", 'b'},  {2, 8, "unsigned char", "uchar", 'B'}, {3, 16, "short", "short", 'h'},
+  {4, 16, "unsigned short", "ushort", 'H'}, {5, 32, "int", "int", 'i'}, {6, 32, "unsigned int", "uint", 'I'},
+  {7, 64, "long", "long", 'q'},        {8, 64, "unsigned long", "ulong", 'Q'}, {9, 800, "weakfloat", "weakfloat", 0},
+  {12, 16, "half", "half", 'e'},       {13, 16, "__bf16", "bfloat16", 0},  {14, 32, "float", "float", 'f'},
+  {15, 64, "double", "double", 'd'},
 };
 static_assert(sizeof(infos) / sizeof(infos[0]) == size_t(DTypeId::count));
 const DTypeInfo& info(DType d) { return infos[size_t(d.id)]; }
@@ -154,13 +174,15 @@ bool DType::operator<(const DType& o) const {
 
 std::ostream& operator<<(std::ostream& os, DType d) { return os << "dtypes." << d.name(); }
 
-DType dtypes::from_name(std::string_view n) {
+DType dtypes::from_name(std::string_view name) {
   static const std::pair<const char*, DType> aliases[] = {
-    {"half", half}, {"float", float32}, {"double", float64}, {"uchar", uint8}, {"ushort", uint16}, {"uint", uint32},
-    {"ulong", uint64}, {"char", int8}, {"short", int16}, {"int", int32}, {"long", int64}};
+    {"float16", float16}, {"float32", float32}, {"float64", float64}, {"int8", int8}, {"uint8", uint8}, {"int16", int16},
+    {"uint16", uint16}, {"int32", int32}, {"uint32", uint32}, {"int64", int64}, {"uint64", uint64}};
+  std::string n(name);
+  for (char& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));  // as tinygrad's to_dtype
   for (size_t i = 0; i < size_t(DTypeId::count); i++) if (infos[i].name == n) return DType(DTypeId(i));
   for (auto& [a, d] : aliases) if (n == a) return d;
-  throw Error("unknown dtype name '" + std::string(n) + "'");
+  throw Error("unknown dtype name '" + std::string(name) + "'");
 }
 
 // ***** promotion lattice *****

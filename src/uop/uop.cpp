@@ -258,7 +258,9 @@ std::optional<DType> dtype_from_uop(Ops op, Srcs src, const Arg& arg) {
       need(1); return s[0].dtype();
     case BUFFER: case PARAM: return arg.param().dtype;
     case BINARY: return dtypes::uint8;
-    case CAST: case BITCAST: return arg.dtype();
+    case CAST: case BITCAST:
+      if (!arg.is<DType>()) throw Error(std::string(op_name(op)) + ": arg must be the target dtype, got " + arg.str());
+      return arg.dtype();
     case CONST: {
       const ConstVal& c = arg.cval();
       return c.is_invalid() || c.is_bool() ? dtypes::bool_ : c.is_int() ? dtypes::weakint : dtypes::weakfloat;
@@ -318,7 +320,9 @@ void verify(Ops op, DType dt, Srcs src, const Arg& arg) {
       for (auto& s : src) if (s.dtype().is_float()) verify_fail(op, dt, src, "bitwise ops need int or bool operands");
     if ((OpSet{CDIV, CMOD, FLOORDIV, FLOORMOD}).has(op) && !dt.is_int())
       verify_fail(op, dt, src, "integer division needs int operands");
-    for (auto& s : src) if (!dtype_ok(s, dt)) verify_fail(op, dt, src, "operand dtype does not match the result");
+    // transcendentals of an int produce its float (least_upper_float), everything else keeps its operands' dtype
+    bool to_float = (OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}).has(op) && dt == least_upper_float(src.ptr[0].dtype());
+    if (!to_float) for (auto& s : src) if (!dtype_ok(s, dt)) verify_fail(op, dt, src, "operand dtype does not match the result");
   }
 }
 }  // namespace
@@ -416,7 +420,9 @@ UOp UOp::neg() const { return dtype() == dtypes::bool_ ? logical_not() : uop_mul
 UOp UOp::logical_not() const { return cast(dtypes::bool_).ne(const_(true)); }
 UOp UOp::bitwise_not() const {
   if (dtype() == dtypes::bool_) return logical_not();
-  return dtype().is_unsigned() ? uop_xor(*this, const_(dtype().max())) : uop_xor(*this, const_(int64_t(-1)));
+  // all ones of the width: max() for narrow unsigned types, the bit pattern -1 for uint64 (whose max exceeds int64)
+  bool u64 = dtype() == dtypes::uint64;
+  return dtype().is_unsigned() && !u64 ? uop_xor(*this, const_(dtype().max())) : uop_xor(*this, const_(int64_t(-1)));
 }
 UOp UOp::ne(const UOp& x) const { return binop(Ops::CMPNE, x); }
 UOp UOp::eq(const UOp& x) const { return ne(x).logical_not(); }

@@ -329,7 +329,10 @@ struct RewriteContext {
               test_n = cached_bpm_rewrite(test_n);
             }
           } catch (BottomUpGate& g) {
-            done(e.n, g.result ? g.result : new_n);
+            // the gate's result is final: it is not descended into, nor rewritten again when a parent is rebuilt
+            UOp r = g.result ? g.result : new_n;
+            if (r != e.n && !replace.contains(r)) replace[r] = r;
+            done(e.n, r);
             continue;
           }
         }
@@ -366,7 +369,9 @@ struct RewriteContext {
         else waitlist[e.new_n].push_back({e.n, 2, e.new_n});
       }
     }
-    return *replace.find(root);
+    UOp* r = replace.find(root);
+    if (!r) throw Error("graph_rewrite did not finish: a rule's replacement contains the node it replaces (" + std::string(op_name(root.op())) + " root)");
+    return *r;
   }
 
   // rebuild with new sources; the dtype is re-derived only when a source dtype changed
