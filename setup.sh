@@ -60,6 +60,8 @@ case $mode in
     ;;
   test)
     build build -DCMAKE_BUILD_TYPE=Release
+    # the symbolic suite's headline first (how many cases render exactly as tinygrad), ctest's verdict last
+    build/test_uop --gtest_filter='SymbolicSummary.*' | grep '^symbolic:' || true
     exec ctest --test-dir build --output-on-failure -j"$JOBS"
     ;;
   sanitize)
