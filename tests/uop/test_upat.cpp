@@ -12,29 +12,13 @@
 
 #include "tg/error.h"
 #include "uop/upat.h"
+#include "uop_test_util.h"
 
 using namespace tg;
+using namespace tg::testutil;
 
 namespace {
 
-// UOps compare by pointer; on failure show both graphs (gtest's own printer would show raw bytes)
-[[maybe_unused]] ::testing::AssertionResult SameUOp(const char* ae, const char* be, const UOp& a, const UOp& b) {
-  if (a == b) return ::testing::AssertionSuccess();
-  auto show = [](const UOp& u) { return u ? u.str() : std::string("UOp()"); };
-  return ::testing::AssertionFailure() << ae << " != " << be << "\n" << ae << ":\n" << show(a) << "\n" << be << ":\n" << show(b);
-}
-#define EXPECT_UOP_EQ(a, b) EXPECT_PRED_FORMAT2(SameUOp, a, b)
-
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a tg::Error: ") + e.what() + ">";
-  }
-  return "<no throw>";
-}
 
 UOp var(const char* n, int64_t lo = 0, int64_t hi = 10, DType d = dtypes::weakint) { return UOp::variable(n, lo, hi, d); }
 
