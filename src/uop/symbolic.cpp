@@ -71,7 +71,15 @@ UOp quotient_base(const UOp& q0, const UOp& base, int64_t div) {
   return k ? base - k * div : base;
 }
 
+// is some term of the sum a FLOORMOD (or a FLOORMOD times something)? most sums have none: skip them cheaply
+bool has_mod_term(const UOp& x) {
+  const UOp* u = &x;
+  for (; u->op() == Ops::ADD; u = &u->src(0)) if (has_mod_term(u->src(1))) return true;  // sums nest to the left
+  return u->op() == Ops::FLOORMOD || (u->op() == Ops::MUL && u->src(0).op() == Ops::FLOORMOD);
+}
+
 UOp fold_add_divmod_recombine(const UOp& x) {
+  if (!has_mod_term(x)) return {};
   auto terms = x.split_uop(Ops::ADD);
   for (size_t i = 0; i < terms.size(); i++) {
     auto [mod, mul] = terms[i].pop_const(Ops::MUL);

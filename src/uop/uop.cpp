@@ -501,7 +501,8 @@ const std::vector<const UOpNode*>& UOp::topo_nodes() const {
   auto& topo = p->cache->topo;
   if (topo) return *topo;
   std::vector<const UOpNode*> out;
-  NodeMap<bool> seen(64);
+  static thread_local NodeMap<bool> seen;  // reused: toposort never re-enters itself
+  struct Clear { ~Clear() { seen.clear(); } } clear_after;
   std::vector<std::pair<const UOpNode*, bool>> stack{{p, false}};
   while (!stack.empty()) {
     auto [n, visited] = stack.back();

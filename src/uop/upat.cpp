@@ -282,11 +282,11 @@ struct RewriteContext {
   const PatternMatcher* bpm = nullptr;
   void* ctx = nullptr;
   // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
-  NodeMap<UOp> replace{64};
+  NodeMap<UOp> replace;
   NodeMap<UOp> bpm_cache;  // empty UOp = no rewrite
   struct Entry { UOp n; int stage; UOp new_n; };
   std::vector<Entry> stack;
-  NodeMap<bool> on_stack{64};
+  NodeMap<bool> on_stack;
   NodeMap<std::vector<Entry>> waitlist;
   std::vector<UOp> tmp;
   void clear() {
