@@ -27,7 +27,7 @@ template <class V> class NodeMap {
   std::pair<V*, bool> try_emplace(const UOp& k) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     for (size_t i = node_ptr_hash(k.get()) & mask_;; i = (i + 1) & mask_) {
-      if (!slots_[i].k) { slots_[i].k = k; count_++; return {&slots_[i].v, true}; }
+      if (!slots_[i].k) { slots_[i].k = k; count_++; used_.push_back(uint32_t(i)); return {&slots_[i].v, true}; }
       if (slots_[i].k == k) return {&slots_[i].v, false};
     }
   }
@@ -36,7 +36,8 @@ template <class V> class NodeMap {
   // empty the map; a map that grew big shrinks back so clearing stays cheap
   void clear() {
     if (slots_.size() > 4096) { reset(16); return; }
-    if (count_) for (auto& s : slots_) if (s.k) s = Slot{};
+    for (uint32_t i : used_) slots_[i] = Slot{};
+    used_.clear();
     count_ = 0;
   }
 
@@ -47,6 +48,7 @@ template <class V> class NodeMap {
     while (c < cap) c <<= 1;
     slots_.clear();
     slots_.resize(c);
+    used_.clear();
     mask_ = c - 1, count_ = 0;
   }
   void grow() {
@@ -55,6 +57,7 @@ template <class V> class NodeMap {
     for (auto& s : old) if (s.k) { auto [v, _] = try_emplace(s.k); *v = std::move(s.v); }
   }
   std::vector<Slot> slots_;
+  std::vector<uint32_t> used_;  // occupied slots, so clearing costs what was inserted
   size_t mask_ = 0, count_ = 0;
 };
 

@@ -191,6 +191,23 @@ class Table {
 };
 Table& table() { static Table* t = new Table(); return *t; }  // never destroyed: nodes may outlive static dtors
 
+// freed nodes with up to 4 sources are kept on free lists by source count and reused (graphs churn small nodes)
+constexpr uint32_t POOLED_SRCS = 4;
+// never destroyed, like the table: nodes may be released during static destruction
+std::vector<void*>* const free_nodes = new std::vector<void*>[POOLED_SRCS + 1];
+void* alloc_node(uint32_t nsrc) {
+  if (nsrc <= POOLED_SRCS && !free_nodes[nsrc].empty()) {
+    void* m = free_nodes[nsrc].back();
+    free_nodes[nsrc].pop_back();
+    return m;
+  }
+  return ::operator new(sizeof(UOpNode) + nsrc * sizeof(UOp));
+}
+void free_node(void* m, uint32_t nsrc) {
+  if (nsrc <= POOLED_SRCS && free_nodes[nsrc].size() < 65536) free_nodes[nsrc].push_back(m);
+  else ::operator delete(m);
+}
+
 bool releasing = false;
 std::vector<const UOpNode*> release_queue;
 }  // namespace
@@ -207,9 +224,10 @@ void release_uop(const UOpNode* n) {
     table().erase(x);
     UOpNode* m = const_cast<UOpNode*>(x);
     UOp* srcs = const_cast<UOp*>(m->srcs());
-    for (uint32_t i = 0; i < m->nsrc; i++) srcs[i].~UOp();  // may queue sources, never recurses
+    uint32_t nsrc = m->nsrc;
+    for (uint32_t i = 0; i < nsrc; i++) srcs[i].~UOp();  // may queue sources, never recurses
     m->~UOpNode();
-    ::operator delete(m);
+    free_node(m, nsrc);
   }
   releasing = false;
 }
@@ -334,7 +352,7 @@ UOp UOp::make(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   Table& t = table();
   if (const UOpNode* n = t.find(h, op, dtype, src, arg, tag)) return UOp(n);
   verify(op, dtype, src, arg);
-  void* mem = ::operator new(sizeof(UOpNode) + src.size() * sizeof(UOp));
+  void* mem = alloc_node(uint32_t(src.size()));
   UOpNode* n = new (mem) UOpNode{0, op, dtype, uint32_t(src.size()), h, arg, tag};
   UOp* out = const_cast<UOp*>(n->srcs());
   for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]);

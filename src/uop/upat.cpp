@@ -220,7 +220,7 @@ UOp Match::operator[](std::string_view name) const {
   // the rule's names are few: a linear scan beats hashing
   const RuleInfo* ri = static_cast<const RuleInfo*>(static_cast<const void*>(ctx_names));
   for (size_t i = 0; i < ri->names.size(); i++)
-    if (ri->names[i] == name) {
+    if (const std::string& n = ri->names[i]; n.size() == name.size() && n[0] == name[0] && n == name) {
       if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
       return UOp(slots[i]);
     }
