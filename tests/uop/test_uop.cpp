@@ -747,3 +747,42 @@ TEST(UOpEval, BitwiseNotUint64) {
   EXPECT_EQ(eval_uop(~xu32, {{xu32, 5}}).str(), "4294967290");
   EXPECT_EQ(uint64_t(eval_uop(~xu, {{xu, 5}}).i), 18446744073709551610ull);
 }
+
+// ***** the op set: names, order (values 1..80) and groups exactly as tinygrad's *****
+
+namespace {
+std::string names_of(OpSet s) {
+  std::string r;
+  s.each([&](Ops o) {
+    if (!r.empty()) r += " ";
+    r += op_name(o);
+  });
+  return r;
+}
+}  // namespace
+
+TEST(UOpOps, OpsAndGroupsMatchTinygrad) {
+  // from: python3 -c "from tinygrad.uop import Ops; print(' '.join(o.name for o in Ops))" at the reference commit
+  const std::string names = "SPECIAL BUFFER NOOP REWRITE_ERROR PARAM FUNCTION CALL PROGRAM LINEAR SOURCE BINARY SINK AFTER GROUP STACK TUPLE GETTUPLE GETADDR INDEX SHRINK LOAD STORE WMMA CAST BITCAST EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC ADD MUL SHL SHR CDIV MAX CMOD CMPLT CMPNE CMPEQ XOR OR AND THREEFRY SUB FDIV POW FLOORDIV FLOORMOD WHERE MULACC BARRIER RANGE IF END ENDIF WAIT CONST CUSTOM CUSTOMI INS CONTIGUOUS CONTIGUOUS_BACKWARD DETACH STAGE COPY MSELECT MSTACK CUSTOM_FUNCTION RESHAPE PERMUTE EXPAND PAD FLIP UNSHARD REDUCE ALLREDUCE PYLITERAL";
+  EXPECT_EQ(names_of(GroupOp::Unary), "EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC");
+  EXPECT_EQ(names_of(GroupOp::Binary), "ADD MUL SHL SHR CDIV MAX CMOD CMPLT CMPNE CMPEQ XOR OR AND THREEFRY SUB FDIV POW FLOORDIV FLOORMOD");
+  EXPECT_EQ(names_of(GroupOp::Ternary), "WHERE MULACC");
+  EXPECT_EQ(names_of(GroupOp::ALU), "EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC ADD MUL SHL SHR CDIV MAX CMOD CMPLT CMPNE CMPEQ XOR OR AND THREEFRY SUB FDIV POW FLOORDIV FLOORMOD WHERE MULACC");
+  EXPECT_EQ(names_of(GroupOp::Elementwise), "CAST BITCAST EXP2 LOG2 SIN SQRT RECIPROCAL NEG TRUNC ADD MUL SHL SHR CDIV MAX CMOD CMPLT CMPNE CMPEQ XOR OR AND THREEFRY SUB FDIV POW FLOORDIV FLOORMOD WHERE MULACC");
+  EXPECT_EQ(names_of(GroupOp::Defines), "BUFFER PARAM");
+  EXPECT_EQ(names_of(GroupOp::Irreducible), "SPECIAL PARAM GETADDR RANGE CONST");
+  EXPECT_EQ(names_of(GroupOp::Movement), "SHRINK RESHAPE PERMUTE EXPAND PAD FLIP");
+  EXPECT_EQ(names_of(GroupOp::Commutative), "ADD MUL MAX CMPNE CMPEQ XOR OR AND");
+  EXPECT_EQ(names_of(GroupOp::Associative), "ADD MUL MAX OR AND");
+  EXPECT_EQ(names_of(GroupOp::Idempotent), "MAX OR AND");
+  EXPECT_EQ(names_of(GroupOp::Reduce), "ADD MUL MAX");
+  EXPECT_EQ(names_of(GroupOp::Comparison), "CMPLT CMPNE CMPEQ");
+  std::string ours;
+  for (int i = 1; i < NUM_OPS; i++) {
+    if (i > 1) ours += " ";
+    ours += op_name(Ops(i));
+  }
+  EXPECT_EQ(ours, names);
+  EXPECT_EQ(NUM_OPS - 1, 80);
+  EXPECT_EQ(GroupOp::All.count(), 80);
+}
