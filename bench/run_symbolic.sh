@@ -24,13 +24,17 @@ cmake --build "$BUILD" --target bench_symbolic >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# each side runs RUNS times (default 3, fresh processes) and the median rate counts: this machine is shared and noisy
+RUNS=${RUNS:-3}
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 "$BUILD/bench/symbolic" --n "$N" --seed "$SEED" --dump "$tmp/exprs.txt" | tee "$tmp/cpp.txt"
-TINYGRAD_PATH="$TINYGRAD_PATH" "$PYTHON" bench/symbolic_tinygrad.py "$tmp/exprs.txt" | tee "$tmp/py.txt"
+for i in $(seq 2 "$RUNS"); do "$BUILD/bench/symbolic" --n "$N" --seed "$SEED" | tee -a "$tmp/cpp.txt"; done
+for i in $(seq 1 "$RUNS"); do TINYGRAD_PATH="$TINYGRAD_PATH" "$PYTHON" bench/symbolic_tinygrad.py "$tmp/exprs.txt" | tee -a "$tmp/py.txt"; done
 
-cpp_rate=$(sed -n 's/^tinygrad\.cpp: .* = \([0-9.]*\) expr\/s$/\1/p' "$tmp/cpp.txt")
-py_rate=$(sed -n 's/^tinygrad: .* = \([0-9.]*\) expr\/s$/\1/p' "$tmp/py.txt")
+cpp_rate=$(sed -n 's/^tinygrad\.cpp: .* = \([0-9.]*\) expr\/s$/\1/p' "$tmp/cpp.txt" | median)
+py_rate=$(sed -n 's/^tinygrad: .* = \([0-9.]*\) expr\/s$/\1/p' "$tmp/py.txt" | median)
 if [ -z "$cpp_rate" ] || [ -z "$py_rate" ]; then
   echo "could not read the rates" >&2
   exit 1
 fi
-awk -v c="$cpp_rate" -v p="$py_rate" 'BEGIN { printf "ratio: tinygrad.cpp is %.1fx tinygrad (%.1f vs %.1f expr/s)\n", c / p, c, p }'
+awk -v c="$cpp_rate" -v p="$py_rate" -v r="$RUNS" 'BEGIN { printf "ratio (medians of %d runs): tinygrad.cpp is %.1fx tinygrad (%.1f vs %.1f expr/s)\n", r, c / p, c, p }'
