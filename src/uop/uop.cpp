@@ -397,6 +397,10 @@ UOp UOp::sink(Srcs srcs) { return make(Ops::SINK, dtypes::void_, srcs); }
 UOp UOp::stack(Srcs srcs) { return make(Ops::STACK, srcs); }
 UOp UOp::group(Srcs srcs) { return srcs.size() == 1 ? *srcs.begin() : make(Ops::GROUP, dtypes::void_, srcs); }
 
+void src_out_of_range(size_t i, uint32_t nsrc) {
+  internal_error("src(" + std::to_string(i) + ") of a node with " + std::to_string(nsrc) + " sources");
+}
+
 const ConstVal& UOp::val() const {
   if (op() != Ops::CONST) throw Error("val() is only for CONST, got " + std::string(op_name(op())));
   return arg().cval();

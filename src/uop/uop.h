@@ -2,6 +2,7 @@
 // UOp: the one IR of tinygrad.cpp. An immutable, hash-consed node {op, dtype, src, arg, tag}: building a node equal
 // to a live one returns that node, so equality is pointer equality. Nodes are reference counted and freed (and
 // removed from the hash-cons table) when the last handle goes. Graphs are built and rewritten on one thread at a time.
+// An empty handle (UOp()) is "no node": test it with operator bool before reading fields.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -282,7 +283,11 @@ inline UOp& UOp::operator=(UOp&& o) noexcept { std::swap(p, o.p); return *this; 
 inline Ops UOp::op() const { return p->op; }
 inline DType UOp::dtype() const { return p->dtype; }
 inline std::span<const UOp> UOp::src() const { return {p->srcs(), p->nsrc}; }
-inline const UOp& UOp::src(size_t i) const { return p->srcs()[i]; }
+[[noreturn, gnu::cold, gnu::noinline]] void src_out_of_range(size_t i, uint32_t nsrc);
+inline const UOp& UOp::src(size_t i) const {
+  if (i >= p->nsrc) [[unlikely]] src_out_of_range(i, p->nsrc);
+  return p->srcs()[i];
+}
 inline const Arg& UOp::arg() const { return p->arg; }
 inline const Arg& UOp::tag() const { return p->tag; }
 inline size_t UOp::hash() const { return std::hash<const void*>()(p); }
