@@ -21,6 +21,7 @@ esac
 PACKAGES=(
   build-essential g++ clang cmake ninja-build ccache pkg-config
   libgtest-dev googletest
+  libsqlite3-dev
   python3 ca-certificates git
 )
 
