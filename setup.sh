@@ -22,6 +22,7 @@ PACKAGES=(
   build-essential g++ clang cmake ninja-build ccache pkg-config
   libgtest-dev googletest
   libsqlite3-dev
+  libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
   python3 ca-certificates git
 )
 

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "uop/movement.h"
 #include "uop/uop.h"
 #include "util/sha256.h"
 
@@ -351,8 +352,11 @@ std::optional<Shape> compute_shape(const UOp& u) {
       Shape ps = src_shape(0), ns = as_shape(u.src(1));
       int64_t a = 1, b = 1;
       for (auto x : ps) a *= x;
-      for (auto x : ns) { if (x < 0) throw Error("RESHAPE: shape can't contain negative numbers"); b *= x; }
-      if (a != b) throw Error("RESHAPE: bad reshape, element counts differ");
+      for (auto x : ns) {
+        if (x < 0) throw Error("RESHAPE: shape can't contain negative numbers, cannot reshape " + shape_str(ps) + " to " + shape_str(ns));
+        b *= x;
+      }
+      if (a != b) throw Error("RESHAPE: cannot reshape " + shape_str(ps) + " to " + shape_str(ns));
       return ns;
     }
     case EXPAND: { Shape ns = as_shape(u.src(1)), ps = src_shape(0); ns.insert(ns.end(), ps.begin(), ps.end()); return ns; }
@@ -361,23 +365,28 @@ std::optional<Shape> compute_shape(const UOp& u) {
       const auto& perm = u.arg().ints();
       Shape sorted(perm.begin(), perm.end());
       std::sort(sorted.begin(), sorted.end());
-      for (size_t i = 0; i < sorted.size(); i++) if (sorted[i] != int64_t(i) || sorted.size() != ps.size()) throw Error("PERMUTE: invalid permutation");
+      for (size_t i = 0; i < sorted.size(); i++) if (sorted[i] != int64_t(i) || sorted.size() != ps.size())
+        throw Error("PERMUTE: invalid permutation " + shape_str(perm) + " of shape " + shape_str(ps));
       Shape r;
       for (auto i : perm) r.push_back(ps[i]);
       return r;
     }
     case PAD: case SHRINK: {
       Shape ps = src_shape(0), lo = as_shape(u.src(1)), sz = as_shape(u.src(2));
-      if (lo.size() != ps.size() || sz.size() != ps.size()) throw Error(std::string(op_name(u.op())) + ": arg length does not match the rank");
-      for (size_t i = 0; i < ps.size(); i++) {
-        bool ok = u.op() == PAD ? (sz[i] >= 0 && lo[i] >= 0 && lo[i] + ps[i] <= sz[i]) : (lo[i] >= 0 && sz[i] >= 0 && lo[i] + sz[i] <= ps[i]);
-        if (!ok) throw Error(std::string(op_name(u.op())) + ": out of bounds on axis " + std::to_string(i));
+      bool ok = lo.size() == ps.size() && sz.size() == ps.size();
+      for (size_t i = 0; ok && i < ps.size(); i++)
+        ok = u.op() == PAD ? (sz[i] >= 0 && lo[i] >= 0 && lo[i] + ps[i] <= sz[i]) : (lo[i] >= 0 && sz[i] >= 0 && lo[i] + sz[i] <= ps[i]);
+      if (!ok) {
+        std::string arg = "(";
+        for (size_t i = 0; i < std::min(lo.size(), sz.size()); i++) arg += (i ? ", " : "") + shape_str({lo[i], sz[i]});
+        arg += std::min(lo.size(), sz.size()) == 1 ? ",)" : ")";
+        throw Error(std::string(u.op() == PAD ? "PAD: invalid pad " : "SHRINK: invalid shrink ") + arg + " for shape " + shape_str(ps));
       }
       return sz;
     }
     case FLIP: {
       Shape ps = src_shape(0);
-      if (u.arg().ints().size() != ps.size()) throw Error("FLIP: arg length does not match the rank");
+      if (u.arg().ints().size() != ps.size()) throw Error("FLIP: bad flip " + shape_str(u.arg().ints()) + " on shape " + shape_str(ps));
       return ps;
     }
     case REDUCE: {

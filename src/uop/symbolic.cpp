@@ -1,5 +1,6 @@
 // The symbolic rules (tinygrad's uop/symbolic.py), in phases: 1. generic folding, 2. symbolic, 3. valid-aware sym.
 #include "uop/symbolic.h"
+#include "uop/movement.h"
 
 #include <algorithm>
 #include <cmath>
@@ -248,7 +249,7 @@ const PatternMatcher& symbolic_simple() {
       V("a").where(V("b").where(V("c"), V("d")), V("d")) >> [](M m) { return (m["a"] & m["b"]).where(m["c"], m["d"]); },
       V("a").where(V("c"), V("b").where(V("c"), V("d"))) >> [](M m) { return (m["a"] | m["b"]).where(m["c"], m["d"]); },
     };
-    return data_invalid + rules;
+    return data_invalid + rules + mop_cleanup();
   }();
   return pm;
 }

@@ -200,6 +200,28 @@ class UOp {
   UOp simplify() const;
   UOp substitute(const std::unordered_map<UOp, UOp>& dvars) const;
 
+  // ** movement ops (src/uop/movement.cpp): tinygrad's UOp._mop and the MovementMixin front ends **
+  // mop builds exactly the node _mop builds (shape args as weakint CONST / STACK sources); the front ends resolve -1 and
+  // negative dims, return *this for no-ops and throw tg::Error naming the op and the shapes.
+  UOp mop(Ops op, const std::vector<int64_t>& arg) const;  // RESHAPE, EXPAND, PERMUTE, FLIP (one 0/1 per axis)
+  UOp mop_pairs(Ops op, const std::vector<std::pair<int64_t, int64_t>>& arg) const;  // PAD (begin, new size), SHRINK (begin, size)
+  UOp reshape(const Shape& shape) const;  // one -1 is inferred
+  UOp expand(const Shape& shape) const;   // broadcast; -1 keeps a dim
+  UOp permute(const std::vector<int64_t>& order) const;
+  UOp pad(const std::vector<std::pair<int64_t, int64_t>>& before_after) const;  // MovementMixin.pad: one (before, after) >= 0 per axis
+  UOp shrink(const std::vector<std::pair<int64_t, int64_t>>& start_end) const;  // one (start, end) per axis
+  UOp flip(const std::vector<int64_t>& axes) const;
+  UOp shrink_to(const Shape& shape) const;  // keep the first shape[i] of each axis
+  UOp pad_to(const Shape& shape) const;     // pad at the end of each axis up to shape[i]
+  UOp squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  UOp unsqueeze(int64_t dim) const;
+  UOp flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  UOp unflatten(int64_t dim, const Shape& sizes) const;
+  UOp transpose(int64_t dim0 = 1, int64_t dim1 = 0) const;
+  Shape marg() const;  // RESHAPE/EXPAND: the shape arg; PERMUTE: the order; FLIP: 0/1 per axis
+  std::vector<std::pair<int64_t, int64_t>> marg_pairs() const;  // PAD/SHRINK: (begin, size) per axis
+  UOp base() const;  // through movement ops and DETACH
+
  private:
   const UOpNode* p = nullptr;
 };

@@ -1,0 +1,52 @@
+#include "runtime/allocator.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace tg {
+
+void* LRUAllocator::alloc(size_t nbytes) {
+  {
+    std::lock_guard lk(mu_);
+    stats_.allocs++;
+    if (auto it = cache_.find(nbytes); it != cache_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      stats_.reused++, stats_.cached--, stats_.cached_bytes -= nbytes;
+      return p;
+    }
+    stats_.raw_allocs++;
+  }
+  try {
+    return raw_alloc_(nbytes);
+  } catch (...) {
+    free_cache();
+    return raw_alloc_(nbytes);
+  }
+}
+
+void LRUAllocator::free(void* p, size_t nbytes) {
+  const char* lru = std::getenv("LRU");  // read directly: free runs in destructors and must not throw on a bad value
+  if (lru && std::string_view(lru) == "0") return raw_free_(p, nbytes);
+  std::lock_guard lk(mu_);
+  cache_[nbytes].push_back(p);
+  stats_.cached++, stats_.cached_bytes += nbytes;
+}
+
+void LRUAllocator::free_cache() {
+  std::unordered_map<size_t, std::vector<void*>> old;
+  {
+    std::lock_guard lk(mu_);
+    old.swap(cache_);
+    stats_.cached = stats_.cached_bytes = 0;
+  }
+  for (auto& [sz, ps] : old)
+    for (void* p : ps) raw_free_(p, sz);
+}
+
+AllocStats LRUAllocator::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+}  // namespace tg

@@ -1,0 +1,51 @@
+#pragma once
+// Buffer: `size` elements of `dtype` on a device, allocated on first use and returned to the device's LRU cache when
+// the last owner lets go. A view shares its base's memory at a byte offset (the base is kept alive by the view).
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/device.h"
+#include "tg/dtype.h"
+
+namespace tg {
+
+class Buffer {
+ public:
+  // throws tg::Error for an unknown device or a dtype without a size
+  Buffer(std::string_view device, size_t size, DType dtype);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // `size` elements of `dtype` starting `byte_offset` bytes into base (a view of a view is a view of the base)
+  static std::shared_ptr<Buffer> view(const std::shared_ptr<Buffer>& base, size_t size, DType dtype, size_t byte_offset);
+
+  const std::string& device() const { return dev_->name(); }
+  Device& dev() const { return *dev_; }
+  size_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  size_t nbytes() const { return size_ * size_t(dtype_.itemsize()); }
+  size_t offset() const { return offset_; }  // bytes into the base; 0 for a base
+  bool is_view() const { return base_ != nullptr; }
+  const std::shared_ptr<Buffer>& base() const { return base_; }
+
+  bool is_allocated() const { return base_ ? base_->is_allocated() : ptr_ != nullptr; }
+  Buffer& ensure_allocated();
+  void deallocate();  // back to the LRU cache; a view only forgets its pointer
+  void* ptr();        // the device pointer, allocating first
+
+  void copyin(const void* host, size_t nbytes);   // nbytes must equal nbytes()
+  void copyout(void* host, size_t nbytes);        // nbytes must equal nbytes()
+  void copy_from(Buffer& src);                    // same nbytes; across devices through host memory
+
+ private:
+  Device* dev_;
+  size_t size_;
+  DType dtype_;
+  std::shared_ptr<Buffer> base_;
+  size_t offset_ = 0;
+  void* ptr_ = nullptr;
+};
+
+}  // namespace tg

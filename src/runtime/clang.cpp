@@ -1,0 +1,102 @@
+#include "runtime/clang.h"
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "tg/error.h"
+#include "util/env.h"
+#include "util/process.h"
+
+namespace tg {
+
+static std::mutex mu;
+static std::string override_path;
+static std::atomic<uint64_t> invocations{0};
+
+void set_clang_path(const std::string& path) {
+  std::lock_guard lk(mu);
+  override_path = path;
+}
+
+std::string clang_path() {
+  if (std::string env = getenv_str("TG_CLANG"); !env.empty()) return env;
+  std::lock_guard lk(mu);
+  return override_path.empty() ? "clang" : override_path;
+}
+
+const std::vector<std::string>& clang_flags() {
+  // -ffreestanding/-nostdlib: kernels use only builtins; -fno-math-errno lets __builtin_sqrtf become one instruction
+  static const std::vector<std::string> flags{"-shared", "-O2", "-march=native", "-fPIC", "-ffreestanding",
+                                              "-fno-math-errno", "-nostdlib", "-fno-ident", "-x", "c"};
+  return flags;
+}
+
+static Error not_found(const std::string& cc) {
+  return Error("the C compiler '" + cc + "' was not found: the CPU device needs clang to compile kernels. Install it "
+               "(Debian/Ubuntu: apt-get install clang; macOS: xcode-select --install) or point TG_CLANG at it");
+}
+
+static std::string host_cpu() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(f, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) flags = line;
+  }
+  return model + "\n" + flags;
+}
+
+std::string clang_identity() {
+  static std::map<std::string, std::string> cache;
+  std::string cc = clang_path();
+  {
+    std::lock_guard lk(mu);
+    if (auto it = cache.find(cc); it != cache.end()) return it->second;
+  }
+  ProcessResult r = run_process({cc, "--version"});
+  if (!r.started || r.exit_code != 0) throw not_found(cc);
+  static const std::string cpu = host_cpu();
+  std::string id = r.out + "\n" + cpu;
+  std::lock_guard lk(mu);
+  return cache[cc] = id;
+}
+
+static std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+std::string clang_compile(const std::string& src) {
+  std::string cc = clang_path();
+  TempDir dir;
+  auto src_path = dir.path() / "kernel.c", out_path = dir.path() / "kernel.so";
+  {
+    std::ofstream f(src_path, std::ios::binary);
+    f << src;
+    if (!f) throw Error("cannot write the kernel source to " + src_path.string());
+  }
+  std::vector<std::string> argv{cc};
+  argv.insert(argv.end(), clang_flags().begin(), clang_flags().end());
+  argv.insert(argv.end(), {src_path.string(), "-o", out_path.string()});
+  invocations++;
+  ProcessResult r = run_process(argv);
+  if (!r.started) throw not_found(cc);
+  if (r.exit_code != 0) {
+    std::string msg = "clang failed to compile a kernel (exit code " + std::to_string(r.exit_code) + "):\n" + r.err;
+    if (debug_level() >= 4) msg += "\nsource:\n" + src;
+    else msg += "\n(set DEBUG=4 to see the source)";
+    throw Error(msg);
+  }
+  std::string so = read_file(out_path);
+  if (so.empty()) throw Error("clang produced no output for a kernel:\n" + r.err);
+  return so;
+}
+
+uint64_t clang_invocations() { return invocations.load(); }
+
+}  // namespace tg

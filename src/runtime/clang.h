@@ -1,0 +1,23 @@
+#pragma once
+// The C compiler of the CPU device: clang turns C source into a shared object.
+// The compiler is $TG_CLANG, else set_clang_path(), else "clang" from PATH.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// overrides the compiler for this process ("" goes back to $TG_CLANG / "clang")
+void set_clang_path(const std::string& path);
+std::string clang_path();
+// the flags every kernel is compiled with (-O2 -march=native -ffreestanding ...)
+const std::vector<std::string>& clang_flags();
+// `clang --version` of the current compiler plus the host CPU; part of the program cache key. Throws when missing.
+std::string clang_identity();
+// C source -> bytes of a shared object. Throws tg::Error when clang is missing or the compile fails (with clang's
+// stderr, and the source when DEBUG>=4).
+std::string clang_compile(const std::string& src);
+// how many times clang was run to compile a kernel in this process
+uint64_t clang_invocations();
+
+}  // namespace tg

@@ -1,0 +1,94 @@
+// The CPU device: host memory, kernels compiled by clang into shared objects, loaded with dlopen, threaded launches
+// on a persistent pool. The calling convention is in runtime/device.h.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "runtime/clang.h"
+#include "runtime/device.h"
+#include "runtime/threadpool.h"
+#include "tg/error.h"
+#include "util/process.h"
+
+namespace tg {
+
+namespace {
+
+using KernelFn = void (*)(void* const*, const long long*, int);
+
+class CpuProgram : public Program {
+ public:
+  CpuProgram(std::string name, void* handle, KernelFn fn, ThreadPool& pool)
+      : Program(std::move(name)), handle_(handle), fn_(fn), pool_(pool) {}
+  ~CpuProgram() override { dlclose(handle_); }
+
+  double launch(std::span<void* const> bufs, std::span<const int64_t> vars, const LaunchDims& dims, bool timed) override {
+    static_assert(sizeof(long long) == sizeof(int64_t));
+    auto vp = reinterpret_cast<const long long*>(vars.data());
+    auto st = std::chrono::steady_clock::now();
+    int n = dims.global[0];
+    if (n <= 1) fn_(bufs.data(), vp, 0);
+    else pool_.run(n, [&](int core) { fn_(bufs.data(), vp, core); });
+    return timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count() : 0.0;
+  }
+
+ private:
+  void* handle_;
+  KernelFn fn_;
+  ThreadPool& pool_;
+};
+
+class CpuDevice : public Device {
+ public:
+  explicit CpuDevice(std::string name) : Device(std::move(name)), pool_(int(std::max(1u, std::thread::hardware_concurrency()))) {}
+  ~CpuDevice() override { lru_.free_cache(); }
+
+  void copyin(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  void copyout(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  std::string compile(const std::string& src) override { return clang_compile(src); }
+  std::string compiler_key() override {
+    std::string key = clang_identity();
+    for (auto& f : clang_flags()) key += " " + f;
+    return key;
+  }
+
+  std::unique_ptr<Program> load(const std::string& name, const std::string& binary) override {
+    TempDir dir;  // the file can go once it is mapped
+    auto path = dir.path() / "kernel.so";
+    {
+      std::ofstream f(path, std::ios::binary);
+      f.write(binary.data(), std::streamsize(binary.size()));
+      if (!f) throw Error("cannot write a compiled kernel to " + path.string());
+    }
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw Error("cannot load the compiled kernel '" + name + "': " + dlerror());
+    void* sym = dlsym(h, name.c_str());
+    if (!sym) {
+      dlclose(h);
+      throw Error("the compiled program has no kernel named '" + name + "'");
+    }
+    return std::make_unique<CpuProgram>(name, h, reinterpret_cast<KernelFn>(sym), pool_);
+  }
+
+ protected:
+  void* raw_alloc(size_t n) override {
+    // 64-byte aligned so vector loads of any width are aligned at offset 0; at least one line, even for size 0
+    size_t sz = std::max<size_t>(64, (n + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, sz);
+    if (!p) throw Error("CPU: out of memory allocating " + std::to_string(n) + " bytes");
+    return p;
+  }
+  void raw_free(void* p, size_t) override { std::free(p); }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(const std::string& name) { return std::make_unique<CpuDevice>(name); }
+
+}  // namespace tg

@@ -1,0 +1,83 @@
+#pragma once
+// Device: the small table every backend fills in (alloc / free / copyin / copyout / compile / load), and Program,
+// a loaded kernel that can be launched. Devices are opened once per name by get_device() and live until exit.
+//
+// CPU kernel calling convention (what the C renderer emits and CpuDevice calls):
+//
+//   void <name>(void* const* bufs, const long long* vars, int core_id);
+//
+// bufs[i] is the i-th buffer argument (cast it to its element type), vars[j] the j-th integer variable, and core_id
+// the thread index 0..global[0]-1 of a threaded launch (always 0 otherwise). The symbol must be exported (not static);
+// load() looks up the symbol it is given, so the renderer may emit this as an entry wrapper around tinygrad's typed kernel.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "runtime/allocator.h"
+#include "tg/device.h"
+
+namespace tg {
+
+// launch geometry; on the CPU global[0] is the number of threads (core_id runs 0..global[0]-1), the rest is unused
+struct LaunchDims {
+  std::array<int, 3> global{1, 1, 1}, local{1, 1, 1};
+};
+
+class Program {
+ public:
+  virtual ~Program() = default;
+  // runs the kernel and waits for it; returns the seconds it took when timed, else 0
+  virtual double launch(std::span<void* const> bufs, std::span<const int64_t> vars, const LaunchDims& dims = {},
+                        bool timed = false) = 0;
+  const std::string& name() const { return name_; }
+
+ protected:
+  explicit Program(std::string name) : name_(std::move(name)) {}
+  std::string name_;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  const std::string& name() const { return name_; }
+
+  // memory: opaque device pointers; byte offsets into an allocation are plain pointer arithmetic
+  void* alloc(size_t nbytes) { return lru_.alloc(nbytes); }
+  void free(void* p, size_t nbytes) { lru_.free(p, nbytes); }
+  LRUAllocator& allocator() { return lru_; }
+  virtual void copyin(void* dst, const void* host_src, size_t nbytes) = 0;
+  virtual void copyout(void* host_dst, const void* src, size_t nbytes) = 0;
+  virtual void synchronize() {}
+
+  // source -> binary (throws tg::Error with the compiler's message); the engine caches it on disk under compiler_key()
+  virtual std::string compile(const std::string& src) = 0;
+  // what besides the source decides the binary (compiler, version, flags, host CPU); "" means do not cache
+  virtual std::string compiler_key() { return ""; }
+  // binary -> launchable kernel `name`; throws tg::Error when the binary has no such kernel
+  virtual std::unique_ptr<Program> load(const std::string& name, const std::string& binary) = 0;
+
+ protected:
+  explicit Device(std::string name)
+      : name_(std::move(name)),
+        lru_([this](size_t n) { return raw_alloc(n); }, [this](void* p, size_t n) { raw_free(p, n); }) {}
+  virtual void* raw_alloc(size_t nbytes) = 0;  // throws tg::Error when out of memory
+  virtual void raw_free(void* p, size_t nbytes) = 0;
+  // derived destructors must call lru_.free_cache() while raw_free still works
+  std::string name_;
+  LRUAllocator lru_;
+};
+
+// the device of this name (canonicalized), opened on first use; throws tg::Error for unknown or unavailable ones
+Device& get_device(std::string_view name = "");
+
+// factories, one per backend file
+std::unique_ptr<Device> make_cpu_device(const std::string& name);
+std::unique_ptr<Device> make_null_device(const std::string& name);
+
+}  // namespace tg

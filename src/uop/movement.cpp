@@ -1,0 +1,396 @@
+// Movement ops on UOp as tinygrad builds them in the tensor graph (UOp._mop and the MovementMixin front ends), and the
+// mop_cleanup rules that fold adjacent movement ops and constant INDEX/STACK pairs.
+#include "uop/movement.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tg {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+namespace {
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+
+std::string pairs_str(const Pairs& p) {
+  std::string r = "(";
+  for (size_t i = 0; i < p.size(); i++) r += (i ? ", " : "") + shape_str({p[i].first, p[i].second});
+  return r + (p.size() == 1 ? ",)" : ")");
+}
+
+int64_t prod(const Shape& s) {
+  int64_t r = 1;
+  for (auto x : s) r *= x;
+  return r;
+}
+
+// a shape tuple as a source: one weakint CONST for one dim, else a STACK of them (tinygrad's shape_to_shape_arg)
+UOp shape_to_shape_arg(const std::vector<int64_t>& arg) {
+  std::vector<UOp> src;
+  src.reserve(arg.size());
+  for (auto x : arg) src.push_back(UOp::const_(ConstVal(x)));
+  return src.size() == 1 ? src[0] : UOp::stack(src);
+}
+
+bool is_const_shape(const UOp& u) {
+  if (u.op() == Ops::CONST) return true;
+  if (u.op() != Ops::STACK) return false;
+  for (auto& s : u.src()) if (s.op() != Ops::CONST) return false;
+  return true;
+}
+
+// UOp.sink(*usrcs).simplify().src: constant shapes are already as simple as they get, so the rewrite is skipped for them
+std::vector<UOp> simplify_shape_args(std::vector<UOp> usrcs) {
+  if (std::all_of(usrcs.begin(), usrcs.end(), is_const_shape)) return usrcs;
+  UOp s = UOp::sink(usrcs).simplify();
+  return {s.src().begin(), s.src().end()};
+}
+
+Shape as_shape(const UOp& u) {
+  auto dim = [](const UOp& x) -> int64_t {
+    UOp s = x.op() == Ops::CONST ? x : x.simplify();
+    if (s.op() != Ops::CONST || !s.val().is_int()) throw Error("symbolic shapes are not supported yet (" + x.render(false) + ")");
+    return s.val().i;
+  };
+  if (u.op() != Ops::STACK) return {dim(u)};
+  Shape r;
+  for (auto& x : u.src()) r.push_back(dim(x));
+  return r;
+}
+
+// Python's dim resolution: -ndim <= d < ndim (a 0-d shape accepts -1 and 0)
+int64_t resolve_dim(const char* op, int64_t d, const Shape& shape, bool extra = false) {
+  int64_t total = int64_t(shape.size()) + (extra ? 1 : 0), hi = std::max<int64_t>(1, total);
+  if (d < -hi || d > hi - 1)
+    throw Error(std::string(op) + ": dim " + std::to_string(d) + " out of range [" + std::to_string(-hi) + ", " + std::to_string(hi - 1) +
+                "] for shape " + shape_str(shape));
+  return d < 0 ? d + total : d;
+}
+}  // namespace
+
+// ***** _mop: the raw node *****
+
+UOp UOp::mop(Ops op, const std::vector<int64_t>& arg) const {
+  switch (op) {
+    case Ops::EXPAND: if (arg.empty()) return *this; [[fallthrough]];
+    case Ops::RESHAPE: {
+      std::vector<UOp> src{*this};
+      for (auto& a : simplify_shape_args({shape_to_shape_arg(arg)})) src.push_back(a);
+      UOp ret = make(op, dtype(), src);
+      (void)ret.shape();  // validate now: bad shapes are refused at construction
+      return ret;
+    }
+    case Ops::PERMUTE: case Ops::FLIP: {
+      Arg::Ints a(arg);
+      if (op == Ops::FLIP)
+        for (auto x : a) if (x != 0 && x != 1) throw Error("FLIP: the arg must be one 0/1 per axis, got " + shape_str(arg));
+      UOp ret = make(op, dtype(), {*this}, Arg(std::move(a)));
+      (void)ret.shape();
+      return ret;
+    }
+    default: throw Error(std::string(op_name(op)) + " is not a movement op taking a tuple");
+  }
+}
+
+UOp UOp::mop_pairs(Ops op, const std::vector<std::pair<int64_t, int64_t>>& arg) const {
+  if (op != Ops::PAD && op != Ops::SHRINK) throw Error(std::string(op_name(op)) + " is not a movement op taking pairs");
+  if (arg.empty()) {
+    if (!shape().empty()) throw Error(std::string(op_name(op)) + ": an empty arg is only valid on a 0-d shape, got " + shape_str(shape()));
+    return *this;
+  }
+  std::vector<int64_t> a, b;
+  for (auto& [x, y] : arg) a.push_back(x), b.push_back(y);
+  std::vector<UOp> s{*this};
+  for (auto& u : simplify_shape_args({shape_to_shape_arg(a), shape_to_shape_arg(b)})) s.push_back(u);
+  UOp ret = make(op, dtype(), s);
+  (void)ret.shape();
+  return ret;
+}
+
+// ***** marg / base *****
+
+Shape UOp::marg() const {
+  switch (op()) {
+    case Ops::RESHAPE: case Ops::EXPAND: return as_shape(src(1));
+    case Ops::PERMUTE: case Ops::FLIP: return arg().ints();
+    case Ops::PAD: case Ops::SHRINK: throw Error(std::string(op_name(op())) + ": its marg is (begin, size) pairs, use marg_pairs()");
+    default: throw Error(std::string(op_name(op())) + " is not a movement op");
+  }
+}
+
+std::vector<std::pair<int64_t, int64_t>> UOp::marg_pairs() const {
+  if (op() != Ops::PAD && op() != Ops::SHRINK) throw Error(std::string(op_name(op())) + " is not PAD or SHRINK");
+  Shape a = as_shape(src(1)), b = as_shape(src(2));
+  Pairs r;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); i++) r.push_back({a[i], b[i]});
+  return r;
+}
+
+UOp UOp::base() const {
+  UOp u = *this;
+  while (GroupOp::Movement.has(u.op()) || u.op() == Ops::DETACH) u = u.src(0);
+  return u;
+}
+
+// ***** the front ends (tinygrad's MovementMixin) *****
+
+UOp UOp::reshape(const Shape& new_shape_in) const {
+  const Shape& s = shape();
+  Shape ns = new_shape_in;
+  if (std::count(ns.begin(), ns.end(), -1) > 1)
+    throw Error("RESHAPE: only one dimension can be inferred using -1, got " + shape_str(ns) + " for shape " + shape_str(s));
+  if (std::count(ns.begin(), ns.end(), -1) == 1) {
+    int64_t known = -prod(ns);
+    if (known == 0) throw Error("RESHAPE: cannot infer the -1 dimension of " + shape_str(ns) + " from " + shape_str(s));
+    for (auto& x : ns) if (x == -1) x = prod(s) / known;  // a quotient that is not exact fails the element count check
+  }
+  for (auto x : ns)
+    if (x < 0) throw Error("RESHAPE: shape can't contain negative numbers, cannot reshape " + shape_str(s) + " to " + shape_str(new_shape_in));
+  if (prod(s) != prod(ns)) throw Error("RESHAPE: cannot reshape " + shape_str(s) + " to " + shape_str(new_shape_in));
+  if (ns == s) return *this;
+  return mop(Ops::RESHAPE, ns);
+}
+
+UOp UOp::expand(const Shape& shape_in) const {
+  const Shape s = shape();
+  size_t nd = std::max(s.size(), shape_in.size());
+  Shape src_al(nd - s.size(), 1), arg_al(nd - shape_in.size(), 1);
+  src_al.insert(src_al.end(), s.begin(), s.end());
+  arg_al.insert(arg_al.end(), shape_in.begin(), shape_in.end());
+  Shape ns(nd);
+  for (size_t i = 0; i < nd; i++) ns[i] = arg_al[i] == -1 ? src_al[i] : arg_al[i];
+  if (ns == s) return *this;
+  // _broadcast_to: every dim either stays or is 1
+  for (size_t i = 0; i < nd; i++)
+    if (src_al[i] != ns[i] && src_al[i] != 1) throw Error("EXPAND: cannot broadcast " + shape_str(s) + " to " + shape_str(ns));
+  for (auto x : ns) if (x < 0) throw Error("EXPAND: shape can't contain negative numbers, cannot broadcast " + shape_str(s) + " to " + shape_str(ns));
+  // EXPAND only adds dims on the left: squeeze the 1s being expanded, EXPAND them in front, permute back
+  size_t n_left = nd - s.size();
+  std::vector<int64_t> expand_at, kept;
+  for (size_t i = 0; i < s.size(); i++) (s[i] == 1 && ns[n_left + i] != 1 ? expand_at : kept).push_back(int64_t(i));
+  Shape squeezed_shape, expand_arg(ns.begin(), ns.begin() + int64_t(n_left));
+  for (auto i : kept) squeezed_shape.push_back(s[i]);
+  for (auto i : expand_at) expand_arg.push_back(ns[n_left + i]);
+  UOp expanded = reshape(squeezed_shape).mop(Ops::EXPAND, expand_arg);
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < n_left; i++) perm.push_back(int64_t(i));
+  for (size_t i = 0; i < s.size(); i++) {
+    auto e = std::find(expand_at.begin(), expand_at.end(), int64_t(i));
+    auto k = std::find(kept.begin(), kept.end(), int64_t(i));
+    perm.push_back(int64_t(n_left) + (e != expand_at.end() ? e - expand_at.begin() : int64_t(expand_at.size()) + (k - kept.begin())));
+  }
+  return expanded.permute(perm);
+}
+
+UOp UOp::permute(const std::vector<int64_t>& order) const {
+  const Shape& s = shape();
+  std::vector<int64_t> o;
+  for (auto d : order) o.push_back(resolve_dim("PERMUTE", d, s));
+  std::vector<int64_t> sorted = o, iota(s.size());
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(iota.begin(), iota.end(), 0);
+  if (sorted != iota) throw Error("PERMUTE: " + shape_str(order) + " is not a valid permutation of shape " + shape_str(s));
+  return o == iota ? *this : mop(Ops::PERMUTE, o);
+}
+
+UOp UOp::pad(const std::vector<std::pair<int64_t, int64_t>>& before_after) const {
+  const Shape s = shape();
+  if (before_after.size() != s.size())
+    throw Error("PAD: got " + std::to_string(before_after.size()) + " (before, after) pairs for shape " + shape_str(s));
+  Pairs arg;
+  for (size_t i = 0; i < s.size(); i++) {
+    auto [b, a] = before_after[i];
+    if (b < 0 || a < 0) throw Error("PAD: invalid pad " + pairs_str(before_after) + " for shape " + shape_str(s));
+    arg.push_back({b, s[i] + b + a});
+  }
+  UOp ret = mop_pairs(Ops::PAD, arg);
+  return ret.shape() == s ? *this : ret;
+}
+
+UOp UOp::shrink(const std::vector<std::pair<int64_t, int64_t>>& start_end) const {
+  const Shape s = shape();
+  if (start_end.size() != s.size())
+    throw Error("SHRINK: got " + std::to_string(start_end.size()) + " (start, end) pairs for shape " + shape_str(s));
+  Pairs arg;
+  for (size_t i = 0; i < s.size(); i++) {
+    auto [b, e] = start_end[i];
+    if (b < 0 || e < b || e > s[i]) throw Error("SHRINK: invalid shrink " + pairs_str(start_end) + " for shape " + shape_str(s));
+    arg.push_back({b, e - b});
+  }
+  UOp ret = mop_pairs(Ops::SHRINK, arg);
+  return ret.shape() == s ? *this : ret;
+}
+
+UOp UOp::flip(const std::vector<int64_t>& axes) const {
+  const Shape& s = shape();
+  std::vector<int64_t> flip_arg(s.size(), 0);
+  for (auto d : axes) {
+    int64_t a = resolve_dim("FLIP", d, s);
+    if (a >= int64_t(s.size())) throw Error("FLIP: axis " + std::to_string(d) + " out of range for shape " + shape_str(s));
+    if (flip_arg[a]) throw Error("FLIP: dim can appear at most once, got " + shape_str(axes) + " for shape " + shape_str(s));
+    flip_arg[a] = 1;
+  }
+  return std::any_of(flip_arg.begin(), flip_arg.end(), [](int64_t x) { return x != 0; }) ? mop(Ops::FLIP, flip_arg) : *this;
+}
+
+// ***** derived ones *****
+
+UOp UOp::shrink_to(const Shape& ns) const {
+  Pairs arg;
+  for (auto x : ns) arg.push_back({0, x});
+  return shrink(arg);
+}
+
+UOp UOp::pad_to(const Shape& ns) const {
+  const Shape s = shape();
+  if (ns.size() != s.size()) throw Error("PAD: cannot pad shape " + shape_str(s) + " to " + shape_str(ns));
+  Pairs arg;
+  for (auto x : ns) arg.push_back({0, x});
+  UOp ret = mop_pairs(Ops::PAD, arg);
+  return ret.shape() == s ? *this : ret;
+}
+
+UOp UOp::squeeze(std::optional<int64_t> dim) const {
+  const Shape& s = shape();
+  Shape ns;
+  if (!dim) {
+    for (auto x : s) if (x != 1) ns.push_back(x);
+    return reshape(ns);
+  }
+  int64_t d = resolve_dim("SQUEEZE", *dim, s);
+  if (s.empty() || s[d] != 1) return *this;
+  ns = s;
+  ns.erase(ns.begin() + d);
+  return reshape(ns);
+}
+
+UOp UOp::unsqueeze(int64_t dim) const {
+  Shape ns = shape();
+  ns.insert(ns.begin() + resolve_dim("UNSQUEEZE", dim, ns, true), 1);
+  return reshape(ns);
+}
+
+UOp UOp::flatten(int64_t start_dim, int64_t end_dim) const {
+  const Shape& s = shape();
+  int64_t a = resolve_dim("FLATTEN", start_dim, s), b = resolve_dim("FLATTEN", end_dim, s);
+  Shape ns(s.begin(), s.begin() + std::min<int64_t>(a, int64_t(s.size())));
+  int64_t p = 1;
+  for (int64_t i = a; i <= b && i < int64_t(s.size()); i++) p *= s[i];
+  ns.push_back(p);
+  if (b + 1 < int64_t(s.size())) ns.insert(ns.end(), s.begin() + b + 1, s.end());
+  return reshape(ns);
+}
+
+UOp UOp::unflatten(int64_t dim, const Shape& sizes) const {
+  const Shape& s = shape();
+  int64_t d = resolve_dim("UNFLATTEN", dim, s);
+  Shape ns(s.begin(), s.begin() + std::min<int64_t>(d, int64_t(s.size())));
+  ns.insert(ns.end(), sizes.begin(), sizes.end());
+  if (d + 1 < int64_t(s.size())) ns.insert(ns.end(), s.begin() + d + 1, s.end());
+  return reshape(ns);
+}
+
+UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
+  const Shape& s = shape();
+  int64_t n = int64_t(s.size());
+  auto at = [&](int64_t d) {  // Python list indexing
+    if (d < -n || d >= n) throw Error("TRANSPOSE: dim " + std::to_string(d) + " out of range for shape " + shape_str(s));
+    return d < 0 ? d + n : d;
+  };
+  std::vector<int64_t> order(s.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[at(dim0)], order[at(dim1)]);
+  return permute(order);
+}
+
+// ***** mop_cleanup *****
+
+namespace {
+// a node's shape, or none where it has none (or computing it fails: the rule then does not apply)
+std::optional<Shape> shape_of(const UOp& u) {
+  try {
+    return u.shape_opt();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// tinygrad's UOp.index: a single constant index into a STACK is that source
+UOp index_into(const UOp& base, std::span<const UOp> idx) {
+  if (idx.size() == 1 && idx[0].op() == Ops::CONST && base.op() == Ops::STACK) return base.src(size_t(idx[0].val().i));
+  return base.index(idx);
+}
+}  // namespace
+
+const PatternMatcher& mop_cleanup() {
+  static const PatternMatcher pm = [] {
+    using enum Ops;
+    return PatternMatcher{
+        // merge adjacent RESHAPEs
+        UPat(RESHAPE, {}, {UPat(RESHAPE, {}, {}, {}, "x2"), UPat()}, {}, "x") >> [](M m) {
+          return m["x"].replace({.src = std::vector<UOp>{m["x2"].src(0), m["x"].src(1)}});
+        },
+        // a RESHAPE to the shape it already has
+        UPat(RESHAPE, {}, {UPat::var("x2"), UPat()}, {}, "x") >> [](M m) {
+          auto s = shape_of(m["x2"]), xs = shape_of(m["x"]);
+          return s && xs && *s == *xs ? m["x2"] : UOp();
+        },
+        // merge PERMUTEs
+        UPat(PERMUTE, {}, {UPat(PERMUTE, {}, {}, {}, "x2")}, {}, "x") >> [](M m) {
+          const auto &inner = m["x2"].arg().ints(), &outer = m["x"].arg().ints();
+          Arg::Ints a;
+          for (auto i : outer) a.push_back(inner.at(size_t(i)));
+          return m["x2"].replace({.arg = Arg(std::move(a))});
+        },
+        // identity PERMUTE
+        UPat(PERMUTE, {}, {}, {}, "x") >> [](M m) {
+          const auto& a = m["x"].arg().ints();
+          for (size_t i = 0; i < a.size(); i++) if (a[i] != int64_t(i)) return UOp();
+          return m["x"].src(0);
+        },
+        // a STACK of src[0], src[1], ... src[n-1] is src
+        UPat(STACK, {}, {}, {}, "stk").src_repeat(UPat(INDEX, {}, {UPat::var("src"), UPat(CONST)})) >> [](M m) {
+          const UOp &stk = m["stk"], &src = m["src"];
+          if (stk.src().empty()) return UOp();
+          auto ss = shape_of(stk), s = shape_of(src);
+          if (!ss || !s || *ss != *s) return UOp();
+          for (size_t i = 0; i < stk.src().size(); i++) {
+            const ConstVal& v = stk.src(i).src(1).val();
+            if (!v.is_int() || v.i != int64_t(i)) return UOp();
+          }
+          return src;
+        },
+        // a constant INDEX into a STACK is that source
+        UPat(INDEX, {}, {UPat(STACK, {}, {}, {}, "a"), UPat::cvar("i")}, {}, "idx", true) >> [](M m) {
+          const UOp &a = m["a"], &idx = m["idx"];
+          const ConstVal& v = m["i"].val();
+          int64_t n = int64_t(a.src().size()), i = v.is_int() ? (v.i < 0 ? v.i + n : v.i) : -1;  // Python indexing
+          if (i < 0 || i >= n) return UOp();
+          const UOp& s = a.src(size_t(i));
+          return idx.src().size() <= 2 ? s : index_into(s, idx.src().subspan(2));
+        },
+        // INDEX of an INDEX with scalar indices is one INDEX
+        UPat(INDEX, {}, {UPat(INDEX, {}, {}, {}, "idx1", true)}, {}, "idx2", true) >> [](M m) {
+          const UOp &idx1 = m["idx1"], &idx2 = m["idx2"];
+          std::vector<UOp> all(idx1.src().begin() + 1, idx1.src().end());
+          all.insert(all.end(), idx2.src().begin() + 1, idx2.src().end());
+          for (auto& x : all) { auto s = shape_of(x); if (!s || !s->empty()) return UOp(); }
+          return index_into(idx1.src(0), all);
+        },
+        // INDEX of a shaped INDEX: index the index
+        UPat(INDEX, {}, {UPat(INDEX, {}, {UPat::var("buf"), UPat::var("idx1_arg")})}, {}, "idx2", true) >> [](M m) {
+          const UOp& idx2 = m["idx2"];
+          auto s = shape_of(m["idx1_arg"]);
+          if (!s || s->size() != idx2.src().size() - 1) return UOp();
+          return index_into(m["buf"], std::vector<UOp>{index_into(m["idx1_arg"], idx2.src().subspan(1))});
+        },
+    };
+  }();
+  return pm;
+}
+
+}  // namespace tg

@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/diskcache.h"
+#include "engine/program_cache.h"
+#include "runtime/buffer.h"
+#include "runtime/clang.h"
+#include "rt_test_util.h"
+#include "util/process.h"
+
+using namespace tg;
+using tg::test::ScopedEnv;
+
+namespace {
+
+// a kernel unique to this test run, so no earlier cache can hold it; writes `tag` into out[0]
+std::string kernel_src(int tag) {
+  static const std::string nonce = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  return "// " + nonce + "\nvoid k(void* const* b, const long long* v, int c) { *(int*)b[0] = " + std::to_string(tag) + "; }\n";
+}
+
+int run_it(const std::string& so) {
+  auto p = get_device("CPU").load("k", so);
+  Buffer out("CPU", 1, dtypes::int32);
+  void* bufs[] = {out.ptr()};
+  p->launch(bufs, {});
+  int r;
+  out.copyout(&r, 4);
+  return r;
+}
+
+}  // namespace
+
+TEST(ProgramCache, SecondCompileIsAHit) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "sub" / "cache.db").string());  // the missing folder is created
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  Device& d = get_device("CPU");
+  uint64_t before = clang_invocations();
+  std::string a = compile_cached(d, kernel_src(11));
+  EXPECT_EQ(clang_invocations(), before + 1);
+  std::string b = compile_cached(d, kernel_src(11));
+  EXPECT_EQ(clang_invocations(), before + 1);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(run_it(b), 11);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "sub" / "cache.db"));
+  compile_cached(d, kernel_src(12));  // other source, other key
+  EXPECT_EQ(clang_invocations(), before + 2);
+  EXPECT_NE(program_cache_key("clang 14 -O2", "x"), program_cache_key("clang 14 -O3", "x"));
+}
+
+TEST(ProgramCache, CacheLevelZeroBypasses) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", "0");
+  Device& d = get_device("CPU");
+  uint64_t before = clang_invocations();
+  compile_cached(d, kernel_src(21));
+  EXPECT_EQ(run_it(compile_cached(d, kernel_src(21))), 21);
+  EXPECT_EQ(clang_invocations(), before + 2);
+  EXPECT_FALSE(diskcache_get("compile", "anything"));
+}
+
+TEST(ProgramCache, CorruptDbFallsBackToCompiling) {
+  TempDir dir;
+  auto path = dir.path() / "cache.db";
+  {
+    std::ofstream f(path, std::ios::binary);
+    for (int i = 0; i < 500; i++) f << "this is not a sqlite database at all ";
+  }
+  ScopedEnv db("CACHEDB", path.string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  Device& d = get_device("CPU");
+  uint64_t before = clang_invocations();
+  EXPECT_EQ(run_it(compile_cached(d, kernel_src(31))), 31);
+  EXPECT_EQ(run_it(compile_cached(d, kernel_src(31))), 31);
+  EXPECT_EQ(clang_invocations(), before + 2);
+  EXPECT_GT(diskcache_stats().errors, 0u);
+}
+
+TEST(ProgramCache, UnwritableLocationFallsBack) {
+  ScopedEnv db("CACHEDB", "/proc/no/such/dir/cache.db");
+  diskcache_put("t", "k", "v");
+  EXPECT_FALSE(diskcache_get("t", "k"));
+}
+
+TEST(ProgramCache, NullDeviceIsNotCached) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  auto before = diskcache_stats();
+  EXPECT_EQ(compile_cached(get_device("NULL"), "anything"), "");
+  EXPECT_EQ(diskcache_stats().puts, before.puts);
+}
+
+TEST(DiskCache, RoundTripBinaryValues) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  std::string val("a\0b\xff", 4);
+  diskcache_put("blobs", "key1", val);
+  EXPECT_EQ(diskcache_get("blobs", "key1"), val);
+  EXPECT_FALSE(diskcache_get("blobs", "key2"));
+  EXPECT_FALSE(diskcache_get("no_table", "key1"));
+  diskcache_put("blobs", "key1", "new");
+  EXPECT_EQ(diskcache_get("blobs", "key1"), "new");
+}
+
+TEST(DiskCache, DefaultPath) {
+  ScopedEnv db("CACHEDB", std::nullopt);
+  ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  ScopedEnv home("HOME", "/home/someone");
+  EXPECT_EQ(cachedb_path(), "/home/someone/.cache/tinygrad.cpp/cache.db");
+}
