@@ -1,0 +1,648 @@
+// C-style renderers (tinygrad's renderer/cstyle.py): string rules per node, one pass over the linearized list.
+#include "renderer/cstyle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tg {
+
+// ***** 1. properties of linearized nodes *****
+
+namespace {
+using ShapeMemo = std::unordered_map<const UOpNode*, std::optional<std::vector<int64_t>>>;
+using AddrMemo = std::unordered_map<const UOpNode*, std::optional<AddrSpace>>;
+// set while a kernel renders (the list keeps its nodes alive): shapes and address spaces are computed once per node
+thread_local ShapeMemo* g_memo = nullptr;
+thread_local AddrMemo* g_amemo = nullptr;
+
+int64_t dim_of(const UOp& x) {
+  if (x.op() == Ops::CONST && x.val().is_int()) return x.val().i;
+  if (x.op() == Ops::CAST && x.src(0).op() == Ops::CONST && x.src(0).val().is_int()) return x.src(0).val().i;
+  const ConstVal& m = x.vmax();  // a symbolic size: its max (tinygrad's max_shape)
+  return m.is_float() ? int64_t(m.f) : m.i;
+}
+std::vector<int64_t> as_max_shape(const UOp& u) {
+  if (u.op() != Ops::STACK) return {dim_of(u)};
+  std::vector<int64_t> s;
+  for (auto& x : u.src()) s.push_back(dim_of(x));
+  return s;
+}
+std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes) {
+  size_t nd = 0;
+  for (auto& s : shapes) nd = std::max(nd, s.size());
+  std::vector<int64_t> out(nd, 1);
+  for (auto& s : shapes)
+    for (size_t i = 0; i < s.size(); i++)
+      if (s[i] != 1) out[nd - s.size() + i] = s[i];
+  return out;
+}
+
+std::optional<std::vector<int64_t>> shape_impl(const UOp& u, ShapeMemo& memo) {
+  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+  using enum Ops;
+  auto src = [&](size_t i) { return shape_impl(u.src(i), memo); };
+  auto need = [&](size_t i) {
+    auto s = src(i);
+    if (!s) throw Error("renderer: " + std::string(op_name(u.op())) + " needs a shaped source, " + std::string(op_name(u.src(i).op())) + " has none");
+    return *s;
+  };
+  std::optional<std::vector<int64_t>> r;
+  switch (u.op()) {
+    case IF: case BARRIER: case SINK: case REWRITE_ERROR: case ENDIF: case GROUP: case LINEAR: case PROGRAM: case SOURCE: case TUPLE:
+    case FUNCTION: case CUSTOM_FUNCTION: case PYLITERAL: case GETTUPLE: break;
+    case CALL: case INS: if (u.dtype() != dtypes::void_) r = std::vector<int64_t>{}; break;
+    case NOOP: if (!u.src().empty()) r = src(0); break;
+    case INDEX: {
+      std::vector<int64_t> s;
+      for (size_t i = 1; i < u.src().size(); i++) { auto x = need(i); s.insert(s.end(), x.begin(), x.end()); }
+      auto b = need(0);
+      if (u.src().size() - 1 < b.size()) s.insert(s.end(), b.begin() + (u.src().size() - 1), b.end());
+      r = s;
+      break;
+    }
+    case STACK: {
+      std::vector<int64_t> s;
+      if (!u.src().empty()) { s.push_back(int64_t(u.src().size())); auto x = need(0); s.insert(s.end(), x.begin(), x.end()); }
+      r = s;
+      break;
+    }
+    case CONST: case GETADDR: case RANGE: case SPECIAL: r = std::vector<int64_t>{}; break;
+    case BUFFER: r = u.src().empty() ? std::vector<int64_t>{} : as_max_shape(u.src(0)); break;
+    case PARAM: r = u.src().empty() || u.src(0).op() == NOOP ? std::vector<int64_t>{} : as_max_shape(u.src(0)); break;
+    case CUSTOM: case CUSTOMI: {
+      if (u.dtype() == dtypes::void_) break;
+      std::vector<std::vector<int64_t>> ins;
+      for (size_t i = 0; i < u.src().size(); i++) if (auto s = src(i)) ins.push_back(*s);
+      if (!ins.empty()) r = broadcast(ins);
+      break;
+    }
+    case MSTACK: case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:
+    case STORE: case END: r = src(0); break;
+    case BITCAST: {
+      auto ps = src(0);
+      if (!ps) break;
+      int out_sz = u.dtype().itemsize(), in_sz = u.src(0).dtype().itemsize();
+      if (out_sz != in_sz && !ps->empty()) ps->back() = ps->back() * in_sz / out_sz;
+      r = ps;
+      break;
+    }
+    case SHRINK: r = as_max_shape(u.src(2)); break;  // (buffer, offset, size)
+    default:
+      if (GroupOp::Unary.has(u.op()) || u.op() == CAST) r = src(0);
+      else if (GroupOp::Broadcastable.has(u.op())) {
+        std::vector<std::vector<int64_t>> ins;
+        for (size_t i = 0; i < u.src().size(); i++) ins.push_back(need(i));
+        r = broadcast(ins);
+      } else throw Error("renderer: no shape handling for " + std::string(op_name(u.op())));
+  }
+  memo.emplace(u.get(), r);
+  return r;
+}
+}  // namespace
+
+namespace {
+struct MemoScope {
+  ShapeMemo shapes;
+  AddrMemo addrs;
+  ShapeMemo* prev_s;
+  AddrMemo* prev_a;
+  MemoScope() : prev_s(g_memo), prev_a(g_amemo) { g_memo = &shapes, g_amemo = &addrs; }
+  ~MemoScope() { g_memo = prev_s, g_amemo = prev_a; }
+  MemoScope(const MemoScope&) = delete;
+  MemoScope& operator=(const MemoScope&) = delete;
+};
+}  // namespace
+
+std::optional<std::vector<int64_t>> lin_max_shape(const UOp& u) {
+  if (g_memo) return shape_impl(u, *g_memo);
+  ShapeMemo memo;
+  return shape_impl(u, memo);
+}
+int64_t lin_max_numel(const UOp& u) {
+  auto s = lin_max_shape(u);
+  int64_t n = 1;
+  if (s) for (auto x : *s) n *= x;
+  return n;
+}
+namespace {
+std::optional<AddrSpace> addrspace_impl(const UOp& u);
+}
+std::optional<AddrSpace> lin_addrspace(const UOp& u) {
+  if (!g_amemo) return addrspace_impl(u);
+  if (auto it = g_amemo->find(u.get()); it != g_amemo->end()) return it->second;
+  auto a = addrspace_impl(u);
+  g_amemo->emplace(u.get(), a);
+  return a;
+}
+namespace {
+std::optional<AddrSpace> addrspace_impl(const UOp& u) {
+  using enum Ops;
+  switch (u.op()) {
+    case PARAM: case BUFFER: return u.arg().is<std::shared_ptr<const ParamArg>>() ? u.arg().param().addrspace : std::nullopt;
+    case SPECIAL: case RANGE: case LOAD: return AddrSpace::ALU;
+    case INDEX: case CAST: case AFTER: case REDUCE: case STORE: case MSTACK: case MSELECT: case END: case UNSHARD:
+      return lin_addrspace(u.src(0));
+    default: break;
+  }
+  if (GroupOp::Movement.has(u.op())) return lin_addrspace(u.src(0));
+  if (u.op() == STACK || u.op() == WMMA || u.op() == GROUP || GroupOp::Elementwise.has(u.op())) {
+    std::optional<AddrSpace> out;
+    for (auto& s : u.src()) {
+      auto a = lin_addrspace(s);
+      if (!a) continue;
+      if (out && *out != *a) return std::nullopt;
+      out = a;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::string strip_parens(const std::string& s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+  int d = 0;
+  for (size_t i = 1; i + 1 < s.size(); i++) {
+    d += (s[i] == '(') - (s[i] == ')');
+    if (d < 0) return s;
+  }
+  return d == 0 ? s.substr(1, s.size() - 2) : s;
+}
+
+// ***** 2. the string rules *****
+
+const std::string& RenderCtx::operator[](const UOp& u) const {
+  auto it = r->find(u);
+  if (it == r->end()) throw Error("renderer: " + std::string(op_name(u.op())) + " is used before it is rendered");
+  return it->second;
+}
+
+UOp emit(M m, std::string s) {
+  m.ctx<RenderCtx>().out = std::move(s);
+  // never freed: it may outlive the hash-cons table at exit
+  static const UOp* marker = new UOp(UOp::make(Ops::NOOP, dtypes::void_, {}, Arg("rendered")));
+  return *marker;
+}
+
+namespace {
+using enum Ops;
+RenderCtx& cx(M m) { return m.ctx<RenderCtx>(); }
+const CStyleLanguage& rn(M m) { return *m.ctx<RenderCtx>().ren; }
+
+// Python's str() of a literal (ints print as ints, floats as repr)
+std::string pystr(const ConstVal& v) { return v.is_bool() ? (v.i ? "1" : "0") : v.str(); }
+std::string truncated(const ConstVal& v, DType dt) {
+  int64_t i = v.is_float() ? int64_t(v.f) : v.i;
+  if (dt == dtypes::uint64) return std::to_string(uint64_t(i));
+  if (dt == dtypes::uint32) return std::to_string(uint32_t(i));
+  return std::to_string(i);
+}
+
+// Python's str.format with "{}" and "{N}" fields, "{{" and "}}" escapes
+std::string pyformat(const std::string& f, const std::vector<std::string>& args) {
+  std::string out;
+  size_t auto_i = 0;
+  for (size_t i = 0; i < f.size(); i++) {
+    if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; i++; continue; }
+    if (f[i] == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; i++; continue; }
+    if (f[i] == '{') {
+      size_t j = f.find('}', i);
+      if (j == std::string::npos) throw Error("renderer: bad CUSTOM format '" + f + "'");
+      std::string k = f.substr(i + 1, j - i - 1);
+      size_t idx = k.empty() ? auto_i++ : size_t(std::stoul(k));
+      if (idx >= args.size()) throw Error("renderer: CUSTOM format '" + f + "' wants more sources");
+      out += args[idx];
+      i = j;
+      continue;
+    }
+    out += f[i];
+  }
+  return out;
+}
+
+const DTypeSet kFloats = dtypes::floats();
+
+PatternMatcher base_rewrite() {
+  UPat c = UPat::cvar("c");
+  auto castc = [&](DTypeSet dts) { return UPat(CAST, dts, {c}, {}, "x"); };
+  return PatternMatcher{
+      // local/reg buffers
+      UPat(BUFFER, {}, {}, {}, "x", true) >> [](M m) { return emit(m, rn(m).render_buffer(cx(m), m["x"])); },
+      // range/loop/if/endif
+      UPat(RANGE, dtypes::void_, {}, {}, "x", true) >> [](M m) { return emit(m, "for (;;) {"); },
+      UPat(RANGE, {}, {}, {}, "x", true) >> [](M m) {
+        const UOp& x = m.root();
+        const std::string& n = cx(m)[x];
+        return emit(m, "for (" + rn(m).render_dtype(x.dtype(), 1, AddrSpace::REG) + " " + n + " = 0; " + n + " < " + cx(m)[x.src(0)] +
+                           "; " + n + "++) {");
+      },
+      UPat(END, {}, {UPat(), UPat(RANGE), UPat::var("c", dtypes::bool_)}) >>
+          [](M m) { return emit(m, "  if (!(" + cx(m)[m["c"]] + ")) { break; }\n}"); },
+      UPat(IF, {}, {}, {}, "x", true) >> [](M m) { return emit(m, "if (" + cx(m)[m.root().src(0)] + ") {"); },
+      UPat(OpSet{ENDIF, END}, {}, {}, {}, "", true) >> [](M m) { return emit(m, "}"); },
+
+      // literals: a CAST of a CONST
+      castc(kFloats) >> [](M m) -> UOp {
+        double v = m["c"].val().as_double();
+        if (std::isfinite(v)) return {};
+        const CStyleLanguage& r = rn(m);
+        return emit(m, "(" + r.render_cast(m["x"], std::isnan(v) ? r.nan : v > 0 ? r.infinity : "-" + r.infinity) + ")");
+      },
+      castc(dtypes::float32) >> [](M m) { return emit(m, pystr(m["c"].val()) + "f"); },
+      castc(dtypes::int64) >> [](M m) { return emit(m, pystr(m["c"].val()) + "l"); },
+      castc(dtypes::uint64) >> [](M m) { return emit(m, truncated(m["c"].val(), dtypes::uint64) + "ul"); },
+      castc(dtypes::uint32) >> [](M m) { return emit(m, truncated(m["c"].val(), dtypes::uint32) + "u"); },
+      castc(dtypes::bool_) >> [](M m) { return emit(m, m["c"].val().truthy() ? "1" : "0"); },
+      castc({dtypes::bfloat16, dtypes::float16}) >>
+          [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val()) + "f") + ")"); },
+      castc({dtypes::uint8, dtypes::uint16}) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val()) + "u") + ")"); },
+      castc({dtypes::int8, dtypes::int16}) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val())) + ")"); },
+      castc({}) >> [](M m) { return emit(m, pystr(m["c"].val())); },
+
+      // casting
+      UPat(CAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
+        const UOp& x = m.root();
+        if (lin_max_numel(x) > 1 && lin_addrspace(x) == AddrSpace::REG)
+          return emit(m, "__builtin_convertvector(" + cx(m)[x.src(0)] + ", " + rn(m).render_type(x) + ")");
+        return {};
+      },
+      UPat(CAST, {}, {}, {}, "x", true) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m.root(), cx(m)[m.root().src(0)]) + ")"); },
+      UPat(BITCAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
+        const UOp& x = m.root();
+        auto as = lin_addrspace(x);
+        if (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)
+          return emit(m, "((" + rn(m).render_dtype(x.dtype(), 1, *as) + ")(" + cx(m)[x.src(0)] + "))");
+        return emit(m, "__builtin_bit_cast(" + rn(m).render_type(x) + ", (" + rn(m).render_type(x.src(0)) + ")(" + cx(m)[x.src(0)] + "))");
+      },
+
+      // GPU stuff
+      UPat(BARRIER, {}, {}, {}, "", true) >> [](M m) { return emit(m, rn(m).barrier); },
+      UPat(SPECIAL, {}, {}, {}, "x", true) >> [](M m) -> UOp {
+        const UOp& x = m.root();
+        const std::string& nm = x.arg().s();
+        auto it = nm.empty() ? rn(m).code_for_workitem.end() : rn(m).code_for_workitem.find(nm.front());
+        if (it == rn(m).code_for_workitem.end()) return {};
+        return emit(m, it->second(nm.substr(nm.size() - 1)) + "; /* " + x.src(0).render(false) + " */");
+      },
+
+      // INDEX / SHRINK
+      UPat(INDEX, {}, {UPat::var("buf"), UPat::var("idx")}) >> [](M m) { return emit(m, rn(m).render_index(cx(m), m["buf"], m["idx"])); },
+      UPat(SHRINK, {}, {UPat::var("buf"), UPat::var("idx"), UPat(CAST, {}, {UPat::cvar()})}) >>
+          [](M m) { return emit(m, rn(m).render_index(cx(m), m["buf"], m["idx"])); },
+      UPat(STACK, {}, {}, {}, "x", true) >> [](M m) {
+        const CStyleLanguage& r = rn(m);
+        std::string head = r.float4_fmt;
+        if (auto p = head.find("float4"); p != std::string::npos) head.replace(p, 6, r.render_type(m.root()));
+        std::string body;
+        for (size_t i = 0; i < m.root().src().size(); i++) body += (i ? "," : "") + cx(m)[m.root().src(i)];
+        return emit(m, head + r.float4_style.first + body + r.float4_style.second);
+      },
+
+      // load/store
+      UPat(LOAD, {}, {UPat::var("bidx")}) >> [](M m) { return emit(m, "(" + rn(m).render_access(cx(m), m["bidx"]) + ")"); },
+      UPat(LOAD, {}, {UPat::var("bidx"), UPat::var("var"), UPat::var("gate")}) >> [](M m) {
+        return emit(m, "(" + cx(m)[m["gate"]] + "?" + rn(m).render_access(cx(m), m["bidx"]) + ":" + cx(m)[m["var"]] + ")");
+      },
+      UPat(STORE, {}, {UPat::var("bidx"), UPat::var("var")}) >>
+          [](M m) { return emit(m, rn(m).render_access(cx(m), m["bidx"]) + " = " + cx(m)[m["var"]] + ";"); },
+
+      // alu
+      UPat(GroupOp::ALU, {}, {}, {}, "x", true) >> [](M m) -> UOp {
+        const UOp& x = m.root();
+        const CStyleLanguage& r = rn(m);
+        auto it = r.code_for_op.find(x.op());
+        if (it == r.code_for_op.end()) return {};
+        bool assoc = OpSet{ADD, MUL, XOR, OR, AND}.has(x.op());
+        std::vector<std::string> args;
+        for (auto& v : x.src()) args.push_back(assoc && v.op() == x.op() ? strip_parens(cx(m)[v]) : cx(m)[v]);
+        return emit(m, it->second(args, x.dtype()));
+      },
+
+      // call an external function
+      UPat(CALL, {}, {UPat()}, {}, "x", true) >> [](M m) {
+        const UOp& x = m.root();
+        const CStyleLanguage& r = rn(m);
+        std::string types, args;
+        for (size_t i = 1; i < x.src().size(); i++) {
+          types += (i > 1 ? ", " : "") + r.render_type(x.src(i));
+          args += (i > 1 ? ", " : "") + std::string("(") + r.render_type(x.src(i)) + ")(" + cx(m)[x.src(i)] + ")";
+        }
+        return emit(m, "(((" + r.abi + r.render_dtype(x.dtype(), 1, AddrSpace::REG) + "(*)(" + types + "))(" + cx(m)[x.src(0)] + "))(" + args +
+                           "))" + (x.dtype() == dtypes::void_ ? ";" : ""));
+      },
+
+      // custom code passes through with its format string
+      UPat(OpSet{CUSTOM, CUSTOMI}, {}, {}, {}, "x", true) >> [](M m) {
+        std::vector<std::string> a;
+        for (auto& s : m.root().src()) a.push_back(cx(m)[s]);
+        return emit(m, pyformat(m.root().arg().s(), a));
+      },
+  };
+}
+
+std::string bin(const char* op, const std::vector<std::string>& a) { return "(" + a[0] + op + a[1] + ")"; }
+}  // namespace
+
+// ***** 3. CStyleLanguage *****
+
+CStyleLanguage::CStyleLanguage() : string_rewrite(base_rewrite()) {
+  auto B = [](const char* op) -> OpFn { return [op](const std::vector<std::string>& a, DType) { return bin(op, a); }; };
+  auto U = [](std::string pre, std::string post) -> OpFn {
+    return [pre, post](const std::vector<std::string>& a, DType) { return pre + a[0] + post; };
+  };
+  code_for_op = {
+      {SQRT, U("sqrt(", ")")}, {RECIPROCAL, U("(1/", ")")}, {NEG, U("-", "")}, {EXP2, U("exp2(", ")")}, {LOG2, U("log2(", ")")},
+      {SIN, U("sin(", ")")},   {TRUNC, U("trunc(", ")")},   {AND, B("&")},     {XOR, B("^")},            {OR, B("|")},
+      {ADD, B("+")},           {SUB, B("-")},               {MUL, B("*")},     {CMOD, B("%")},           {CDIV, B("/")},
+      {CMPNE, B("!=")},        {SHR, B(">>")},              {SHL, B("<<")},    {CMPLT, B("<")},          {CMPEQ, B("==")},
+      {WHERE, [](const std::vector<std::string>& a, DType) { return "(" + a[0] + "?" + a[1] + ":" + a[2] + ")"; }},
+  };
+}
+
+std::string CStyleLanguage::render_dtype(DType dt, int64_t sz, AddrSpace addrspace, bool override_ptr) const {
+  std::string prefix, suffix;
+  if (addrspace == AddrSpace::LOCAL && smem_prefix_for_cast) prefix = smem_prefix;
+  if (addrspace == AddrSpace::GLOBAL) prefix = buffer_prefix;
+  if (addrspace == AddrSpace::LOCAL || addrspace == AddrSpace::GLOBAL || override_ptr) suffix = "*";
+  auto it = type_map.find(dt.id);
+  std::string base = it != type_map.end() ? it->second : std::string(dt.c_name());
+  if (sz > 1) {
+    std::replace(base.begin(), base.end(), ' ', '_');
+    return prefix + base + std::to_string(sz) + suffix;
+  }
+  return prefix + base + suffix;
+}
+
+std::string CStyleLanguage::render_type(const UOp& u) const {
+  return render_dtype(u.dtype(), lin_max_numel(u), lin_addrspace(u).value_or(AddrSpace::ALU));
+}
+
+std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) const {
+  int64_t n = lin_max_numel(u);
+  if (n > 1 || u.dtype() != u.src(0).dtype())
+    return "*((" + render_dtype(u.dtype(), n, lin_addrspace(u).value_or(AddrSpace::ALU), true) + ")(" + ctx[u] + "))";
+  return "*" + ctx[u];
+}
+
+std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
+  if (lin_addrspace(buf) == AddrSpace::ALU) {  // a lane of a vector value
+    if (!(idx.op() == CAST && idx.src(0).op() == CONST)) return "(" + ctx[buf] + ")[" + ctx[idx] + "]";
+    int64_t lane = idx.src(0).val().i;
+    if (lin_max_numel(buf) > gep_arr_threshold) return ctx[buf] + "[" + std::to_string(lane) + "]";
+    return ctx[buf] + "." + std::string(1, "xyzwabcd"[lane]);
+  }
+  // NOTE: tinygrad compares the index's arg with Ops.ADD here, which never holds: the index keeps its parentheses
+  return "(" + ctx[buf] + "+" + ctx[idx] + ")";
+}
+
+std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
+  std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
+  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "];";
+}
+
+CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
+  std::vector<UOp> temps;  // declared before the memos, so it outlives them
+  MemoScope scope;
+
+  std::unordered_map<UOp, std::string> r;
+  RenderCtx ctx{this, &r, {}};
+  std::unordered_map<UOp, int> child_count;
+  for (auto& u : uops) for (auto& s : u.src()) child_count[s]++;
+
+  // PARAMs reachable from the targets of STOREs (not looking through END) are written
+  std::set<const UOpNode*> writable;
+  {
+    std::vector<UOp> stack;
+    std::set<const UOpNode*> seen;
+    for (auto& u : uops) if (u.op() == STORE) stack.push_back(u.src(0));
+    while (!stack.empty()) {
+      UOp x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x.get()).second) continue;
+      if (x.op() == PARAM) writable.insert(x.get());
+      if (x.op() == END) continue;
+      for (auto& s : x.src()) stack.push_back(s);
+    }
+  }
+
+  Parts p;
+  p.name = "test";
+  std::map<std::string, int> c;
+  int depth = 1;
+  for (const UOp& u : uops) {
+    Ops op = u.op();
+    if (op == CONST) {
+      // tinygrad spells every literal CAST(dtype, CONST) before rendering and never names a CONST; a CONST with a
+      // concrete dtype (not in that form) is spelled as that cast would be, a weak one stays unnamed
+      if (!u.dtype().is_weak() && !u.val().is_invalid()) {
+        UOp as_cast = UOp::make(CAST, u.dtype(), {UOp::const_(u.val())}, Arg(u.dtype()));
+        temps.push_back(as_cast);  // alive until the end: the memos are keyed by node address
+        ctx.out.clear();
+        if (string_rewrite.rewrite(as_cast, &ctx)) r[u] = std::move(ctx.out);
+      }
+      continue;
+    }
+    if (op == NOOP || op == GROUP) continue;
+    if (op == STACK && u.src().empty()) continue;
+    if (op == AFTER) { r[u] = ctx[u.src(0)]; continue; }
+    if (op == SINK) {
+      if (u.arg().is<std::string>()) p.name = u.arg().s();
+      continue;
+    }
+    if (op == PARAM) {
+      std::string nm = "data" + std::to_string(u.arg().param().slot) + "_";
+      auto shp = lin_max_shape(u);
+      for (size_t i = 0; shp && i < shp->size(); i++) nm += (i ? "_" : "") + std::to_string((*shp)[i]);
+      r[u] = nm;
+      p.bufs.push_back({nm, {u, writable.count(u.get()) > 0}});
+      continue;
+    }
+
+    // naming
+    std::string prefix;
+    if (op == SPECIAL) r[u] = u.arg().s();
+    else if (op == RANGE) {
+      const auto& a = u.arg().ints();
+      std::string rs;
+      for (size_t i = 0; i + 1 < a.size(); i++) rs += (i ? "_" : "") + (a[i] >= 0 ? std::to_string(a[i]) : "m" + std::to_string(-a[i]));
+      r[u] = std::string(1, axis_letter(AxisType(a.back()))) + "idx" + rs;
+    } else {
+      switch (op) {
+        case WMMA: prefix = "wmma"; break;
+        case BUFFER: prefix = "buf"; break;
+        case CAST: case BITCAST: case STACK: prefix = "cast"; break;
+        case INDEX: prefix = "bidx"; break;
+        case LOAD: prefix = "val"; break;
+        default: prefix = "alu";
+      }
+      r[u] = prefix + std::to_string(c[prefix]);
+    }
+
+    ctx.out.clear();
+    if (!string_rewrite.rewrite(u, &ctx)) {
+      std::string srcs;
+      for (auto& s : u.src()) srcs += (srcs.empty() ? "" : ", ") + std::string(op_name(s.op())) + ":" + std::string(s.dtype().name());
+      throw Error("renderer: failed to render " + std::string(op_name(op)) + " (" + std::string(u.dtype().name()) + ") with sources [" +
+                  srcs + "] arg " + u.arg().str());
+    }
+    std::string l = std::move(ctx.out);
+
+    if (op == ENDIF || op == END) depth--;
+    auto as = lin_addrspace(u);
+    bool inline_it = (op != CAST || lin_max_numel(u) == 1) &&
+                     ((op == CAST && u.src(0).op() == CONST) || op == INDEX || op == SHRINK || op == CUSTOMI ||
+                      (op == LOAD && lin_addrspace(u.src(0)) == AddrSpace::REG && child_count[u] == 1) ||
+                      ((op == CAST || op == BITCAST) && (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)) ||
+                      ((op == STACK || (GroupOp::ALU.has(op) && op != WHERE) || op == CAST || op == BITCAST) && child_count[u] == 1));
+    if (inline_it) {
+      r[u] = l;
+    } else {
+      if (op != RANGE && op != STORE && op != BUFFER && u.dtype() != dtypes::void_)
+        l = render_type(u) + " " + r[u] + " = " + l + (op != SPECIAL ? ";" : "");
+      std::string ind(size_t(2 * depth), ' '), line;
+      size_t st = 0;
+      while (true) {
+        size_t nl = l.find('\n', st);
+        line += (st ? "\n" : "") + ind + l.substr(st, nl == std::string::npos ? std::string::npos : nl - st);
+        if (nl == std::string::npos) break;
+        st = nl + 1;
+      }
+      p.kernel.push_back(std::move(line));
+      if (!prefix.empty()) c[prefix]++;
+    }
+    if (op == IF || op == RANGE) depth++;
+  }
+  if (!name_override.empty()) p.name = name_override;
+  return p;
+}
+
+std::string CStyleLanguage::render_body(const Parts& p, const std::vector<UOp>&, const std::vector<std::string>* prefix) const {
+  std::string sig;
+  for (auto& [nm, bm] : p.bufs) {
+    const UOp& u = bm.first;
+    const ParamArg& pa = u.arg().param();
+    bool alu = pa.addrspace == AddrSpace::ALU;
+    std::string t = (pa.is_volatile ? "volatile " : "") + (alu ? var_prefix : "") +
+                    render_dtype(u.dtype(), 1, pa.addrspace.value_or(AddrSpace::ALU)) + (alu ? var_suffix : buffer_suffix);
+    sig += (sig.empty() ? "" : ", ") + t + " " + nm;
+  }
+  std::string body;
+  for (size_t i = 0; i < p.kernel.size(); i++) body += (i ? "\n" : "") + p.kernel[i];
+  std::string kt = kernel_typedef;
+  std::string prg = kt + " " + p.name + "(" + sig + ") {\n" + body + "\n}";
+  if (!prefix) return prg;
+  std::string pre;
+  for (size_t i = 0; i < prefix->size(); i++) pre += (i ? "\n" : "") + (*prefix)[i];
+  return pre + "\n" + prg;
+}
+
+std::string CStyleLanguage::assemble(const Parts& p, const std::vector<UOp>& uops) const { return render_body(p, uops); }
+
+std::string CStyleLanguage::render(const std::vector<UOp>& uops, const std::string& name) const {
+  return assemble(render_parts(uops, name), uops);
+}
+
+std::vector<KernelParam> CStyleLanguage::params_of(const Parts& p) const {
+  std::vector<KernelParam> out;
+  for (auto& [nm, bm] : p.bufs) {
+    const UOp& u = bm.first;
+    const ParamArg& pa = u.arg().param();
+    KernelParam k;
+    k.name = nm, k.slot = pa.slot, k.dtype = u.dtype(), k.addrspace = pa.addrspace.value_or(AddrSpace::GLOBAL);
+    k.writable = bm.second, k.is_volatile = pa.is_volatile, k.var_name = pa.name, k.numel = lin_max_numel(u);
+    bool alu = k.addrspace == AddrSpace::ALU;
+    k.c_type = (pa.is_volatile ? "volatile " : "") + (alu ? var_prefix : "") + render_dtype(u.dtype(), 1, k.addrspace) +
+               (alu ? var_suffix : buffer_suffix);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+RenderedKernel CStyleLanguage::render_kernel(const std::vector<UOp>& uops, const std::string& name, EntryStyle entry) const {
+  Parts p = render_parts(uops, name);
+  RenderedKernel k;
+  k.name = p.name;
+  k.params = params_of(p);
+  k.src = assemble(p, uops);
+  std::string e = render_entry(p.name, k.params, entry, *this);
+  k.entry_name = entry == EntryStyle::None ? p.name : p.name + "_entry";
+  if (!e.empty()) k.src += e;
+  return k;
+}
+
+// ***** 4. ClangRenderer *****
+
+ClangRenderer::ClangRenderer() {
+  float4_fmt = "(float4)";
+  float4_style = {"{", "}"};
+  gep_arr_threshold = 0;
+  infinity = "__builtin_inff()";
+  nan = "__builtin_nanf(\"\")";
+  barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";
+  buffer_suffix = " restrict";
+  type_map = {{DTypeId::bool_, "_Bool"}, {DTypeId::float16, "__fp16"}};
+  // math goes to builtins; EXP2/LOG2/SIN/RECIPROCAL are decomposed before rendering (as MAX and the floor ops are)
+  for (Ops o : {EXP2, SIN, LOG2, TRUNC, RECIPROCAL}) code_for_op.erase(o);
+  code_for_op[SQRT] = [](const std::vector<std::string>& a, DType dt) {
+    return (dt == dtypes::float64 ? "__builtin_sqrt(" : "__builtin_sqrtf(") + a[0] + ")";
+  };
+  code_for_op[TRUNC] = [](const std::vector<std::string>& a, DType dt) {
+    return (dt == dtypes::float64 ? "__builtin_trunc(" : "__builtin_truncf(") + a[0] + ")";
+  };
+  code_for_op[FDIV] = [](const std::vector<std::string>& a, DType) { return bin("/", a); };
+}
+
+std::string ClangRenderer::render_vector_prefix(DType dt, int64_t count) const {
+  // aligned to the size rounded down to a power of two (clang's own default); bool vectors are byte aligned
+  int64_t bytes = int64_t(dt.itemsize()) * count, align = 1;
+  if (!dt.is_bool()) while (align * 2 <= bytes) align *= 2;
+  return "typedef " + render_dtype(dt, 1, AddrSpace::REG) + " " + render_dtype(dt, count, AddrSpace::REG) + " __attribute__((aligned(" +
+         std::to_string(align) + "),ext_vector_type(" + std::to_string(count) + ")));";
+}
+
+std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& uops) const {
+  std::vector<std::pair<DType, int64_t>> seen;
+  std::vector<std::string> out;
+  for (auto& u : uops) {
+    auto as = lin_addrspace(u);
+    if (as && *as != AddrSpace::ALU) continue;
+    if (u.dtype() == dtypes::void_ || !lin_max_shape(u)) continue;
+    std::pair<DType, int64_t> k{u.dtype(), lin_max_numel(u)};
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+    seen.push_back(k);
+    if (k.second > 1) out.push_back(render_vector_prefix(k.first, k.second));
+  }
+  return out;
+}
+
+std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops) const {
+  std::vector<std::string> defs;
+  {
+    MemoScope scope;
+    defs = render_defines(uops);
+  }
+  std::string d;
+  for (size_t i = 0; i < defs.size(); i++) d += (i ? "\n" : "") + defs[i];
+  // tinygrad's clang entry hook (_render_entry) is empty; render_kernel adds one when a runtime asks for it
+  return d + "\n" + render_body(p, uops) + "\n";
+}
+
+// ***** 5. entry wrappers (the runtime's calling convention lives here, nowhere else) *****
+
+std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style, const CStyleLanguage& ren) {
+  if (style == EntryStyle::None) return "";
+  std::string args;
+  for (size_t i = 0; i < params.size(); i++) {
+    const KernelParam& k = params[i];
+    std::string word = "args[" + std::to_string(i) + "]";
+    std::string t = k.is_buffer() ? (k.is_volatile ? "volatile " : "") + ren.render_dtype(k.dtype, 1, k.addrspace)
+                                  : ren.render_dtype(k.dtype, 1, AddrSpace::REG);
+    // a buffer word is an address, a variable word holds the value (converted to the variable's type)
+    args += (i ? ", " : "") + std::string("(") + t + ")" + word;
+  }
+  return "void " + kernel + "_entry(const unsigned long long* args) { " + kernel + "(" + args + "); }\n";
+}
+
+}  // namespace tg

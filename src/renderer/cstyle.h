@@ -1,0 +1,135 @@
+#pragma once
+// C-style renderers: a linearized kernel (the list of UOps tinygrad's renderer receives) to C source text.
+//
+// The text of each node comes from a PatternMatcher over that node (`string_rewrite`): a rule matches a node and
+// writes its C spelling into the RenderCtx (see `emit`), looking up the names of its sources with ctx[src]. The
+// driver (CStyleLanguage::render_parts) walks the list once, names the nodes as tinygrad does (data0_16, Lidx0,
+// alu0, val0, cast0, bidx0, buf0), inlines single-use expressions and emits the rest as lines.
+//
+//   ClangRenderer ren;
+//   std::string src = ren.render(uops, "E_16");          // tinygrad's text: vector typedefs, then `void E_16(...) {...}`
+//   RenderedKernel k = ren.render_kernel(uops, "E_16");  // the same text plus the parameter list (for a runtime)
+//
+// Calling convention: the kernel is tinygrad's `void name(float* restrict data0_16, ..., const int data2_)`: one
+// argument per PARAM in the order the PARAMs appear in the list (the linearizer puts them first, by slot), a buffer
+// as a pointer, an int variable (an ALU param such as core_id) by value. A runtime that
+// wants another entry point (one pointer to an argument array, say) asks for an entry wrapper: see EntryStyle and
+// render_entry below; that part is isolated so the runtime can pick or replace it without touching the renderer.
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "uop/upat.h"
+
+namespace tg {
+
+// one kernel argument, in call order
+struct KernelParam {
+  std::string name;                // the C name: data0_16, data2_
+  int64_t slot = 0;                // the PARAM's slot
+  DType dtype;                     // element dtype (a buffer) or value dtype (a variable)
+  AddrSpace addrspace = AddrSpace::GLOBAL;  // GLOBAL: a pointer; ALU: an int variable passed by value
+  bool writable = false;           // the kernel stores into it
+  bool is_volatile = false;
+  std::optional<std::string> var_name;  // a variable's name ("core_id", "n")
+  int64_t numel = 0;               // elements of a buffer (max over symbolic sizes); 1 for a variable
+  std::string c_type;              // the C type as written in the signature: "float* restrict", "const int"
+  bool is_buffer() const { return addrspace != AddrSpace::ALU; }
+};
+
+// how a runtime calls into the kernel
+enum class EntryStyle {
+  None,      // no wrapper: call `name(...)` with tinygrad's signature (tinygrad's own ClangRenderer emits nothing here)
+  ArgArray,  // `void name_entry(const unsigned long long* args)`: one 64-bit word per param in call order; a buffer word
+             // holds its address, a variable word its value (what tinygrad's CPU runtime passes, as c_uint64s)
+};
+
+struct RenderedKernel {
+  std::string name;    // the C function name
+  std::string src;     // the full translation unit
+  std::vector<KernelParam> params;
+  std::string entry_name;  // the function a runtime calls: name, or name + "_entry" with EntryStyle::ArgArray
+};
+
+class CStyleLanguage;
+
+// what a string rule sees: the renderer, the names of the nodes rendered so far, and the slot for its output
+struct RenderCtx {
+  const CStyleLanguage* ren = nullptr;
+  std::unordered_map<UOp, std::string>* r = nullptr;
+  std::string out;
+  const std::string& operator[](const UOp& u) const;  // the name (or inlined text) of an already-rendered node
+};
+// a string rule's result: store `s` as the node's text and report a match
+UOp emit(M m, std::string s);
+
+// a C dialect: the options tinygrad's CStyleLanguage has, and its string rules
+class CStyleLanguage {
+ public:
+  virtual ~CStyleLanguage() = default;
+  std::string kernel_typedef = "void";
+  std::string buffer_prefix, buffer_suffix, smem_align, smem_prefix;
+  bool smem_prefix_for_cast = true;
+  std::string var_prefix = "const ", var_suffix;
+  std::string barrier;
+  std::string float4_fmt = "";  // how a vector literal starts, with "float4" standing for the type; empty: none
+  std::pair<std::string, std::string> float4_style{"(", ")"};
+  int64_t gep_arr_threshold = 4;
+  std::unordered_map<DTypeId, std::string> type_map;
+  std::string infinity = "INFINITY", nan = "NAN";
+  std::string abi;
+  // SPECIAL (GPU thread ids) by the first letter of its name: 'g' group, 'l' local, 'i' global; given the axis digit.
+  // Empty for clang (CPU threads are the core_id variable, an ALU PARAM)
+  std::unordered_map<char, std::function<std::string(const std::string&)>> code_for_workitem;
+  // the C text of an ALU op given its operands' text; ops missing here cannot be rendered
+  using OpFn = std::function<std::string(const std::vector<std::string>&, DType)>;
+  std::unordered_map<Ops, OpFn> code_for_op;
+  PatternMatcher string_rewrite;
+
+  CStyleLanguage();
+  // the whole translation unit for a linearized kernel; `name` overrides the SINK's name (tinygrad takes
+  // KernelInfo.function_name); with no name and no string arg on the SINK the kernel is called "test"
+  virtual std::string render(const std::vector<UOp>& uops, const std::string& name = "") const;
+  RenderedKernel render_kernel(const std::vector<UOp>& uops, const std::string& name = "", EntryStyle entry = EntryStyle::None) const;
+
+  // ** pieces, as tinygrad names them **
+  struct Parts {
+    std::string name;
+    std::vector<std::string> kernel;  // indented body lines
+    std::vector<std::pair<std::string, std::pair<UOp, bool>>> bufs;  // (name, (PARAM, writable)) in order of appearance
+  };
+  Parts render_parts(const std::vector<UOp>& uops, const std::string& name) const;
+  virtual std::string assemble(const Parts& p, const std::vector<UOp>& uops) const;  // tinygrad's render_kernel
+  std::string render_body(const Parts& p, const std::vector<UOp>& uops, const std::vector<std::string>* prefix = nullptr) const;
+  std::string render_dtype(DType dt, int64_t sz = 1, AddrSpace addrspace = AddrSpace::ALU, bool override_ptr = false) const;
+  std::string render_type(const UOp& u) const;  // dtype, lanes and pointer-ness of a node
+  std::string render_access(const RenderCtx& ctx, const UOp& bidx) const;
+  std::string render_cast(const UOp& u, const std::string& val) const { return "(" + render_type(u) + ")(" + val + ")"; }
+  std::string render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const;
+  std::string render_buffer(const RenderCtx& ctx, const UOp& x) const;
+  std::vector<KernelParam> params_of(const Parts& p) const;
+};
+
+// tinygrad's ClangRenderer: C for clang, vectors as ext_vector_type typedefs, __builtin math
+class ClangRenderer : public CStyleLanguage {
+ public:
+  ClangRenderer();
+  std::string assemble(const Parts& p, const std::vector<UOp>& uops) const override;
+  std::vector<std::string> render_defines(const std::vector<UOp>& uops) const;
+  std::string render_vector_prefix(DType dt, int64_t count) const;
+};
+
+// an entry wrapper that calls `kernel` with the words of an argument array (EntryStyle::ArgArray); "" for None
+std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,
+                         const CStyleLanguage& ren);
+
+// ** properties of linearized nodes the renderer needs (UOp::shape() wants plain CONST shape args; these accept the
+//    casted consts and symbolic SHRINK offsets of lowered programs, and size symbolic dims by their max) **
+std::optional<std::vector<int64_t>> lin_max_shape(const UOp& u);
+int64_t lin_max_numel(const UOp& u);  // 1 for a node without shape
+std::optional<AddrSpace> lin_addrspace(const UOp& u);
+std::string strip_parens(const std::string& s);
+
+}  // namespace tg
