@@ -634,6 +634,20 @@ std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style, const CStyleLanguage& ren) {
   if (style == EntryStyle::None) return "";
   std::string args;
+  if (style == EntryStyle::Runtime) {
+    size_t nb = 0, nv = 0;
+    for (size_t i = 0; i < params.size(); i++) {
+      const KernelParam& k = params[i];
+      std::string a;
+      if (k.is_buffer()) a = "(" + std::string(k.is_volatile ? "volatile " : "") + ren.render_dtype(k.dtype, 1, k.addrspace) + ")bufs[" + std::to_string(nb++) + "]";
+      else if (k.var_name == "core_id") a = "core_id";
+      else a = "(" + ren.render_dtype(k.dtype, 1, AddrSpace::REG) + ")vars[" + std::to_string(nv++) + "]";
+      if (i) args += ", ";
+      args += a;
+    }
+    return "void " + kernel + "_entry(void* const* bufs, const long long* vars, int core_id) { (void)bufs; (void)vars; (void)core_id; " +
+           kernel + "(" + args + "); }\n";
+  }
   for (size_t i = 0; i < params.size(); i++) {
     const KernelParam& k = params[i];
     std::string word = "args[" + std::to_string(i) + "]";

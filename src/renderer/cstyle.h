@@ -44,6 +44,8 @@ enum class EntryStyle {
   None,      // no wrapper: call `name(...)` with tinygrad's signature (tinygrad's own ClangRenderer emits nothing here)
   ArgArray,  // `void name_entry(const unsigned long long* args)`: one 64-bit word per param in call order; a buffer word
              // holds its address, a variable word its value (what tinygrad's CPU runtime passes, as c_uint64s)
+  Runtime,   // `void name_entry(void* const* bufs, const long long* vars, int core_id)`: our CPU runtime's convention
+             // (src/runtime/device.h): buffers and variables in call order, the variable named core_id from the launch
 };
 
 struct RenderedKernel {

@@ -11,7 +11,10 @@
 #include <fstream>
 #include <limits>
 
+#include "engine/program_cache.h"
 #include "renderer/cstyle.h"
+#include "runtime/buffer.h"
+#include "runtime/device.h"
 
 using namespace tg;
 
@@ -435,6 +438,41 @@ TEST(CStyle, RunsThroughEntry) {
     run(prog_vec4(), {(unsigned long long)out.data(), (unsigned long long)a.data(), (unsigned long long)b.data()});
     for (int i = 0; i < 16; i++) EXPECT_EQ(out[i], float(i) + 0.5f);
   }
+}
+
+// the whole slice below the scheduler: render with the runtime's entry, compile through the disk cache, launch on
+// the CPU device (threaded: core_id 0..3 each fills its quarter), read the buffers back
+TEST(CStyle, RunsOnTheCpuRuntime) {
+  ClangRenderer ren;
+  Device& cpu = get_device("CPU");
+  RenderedKernel k = ren.render_kernel(prog_where_var().second, "", EntryStyle::Runtime);
+  std::unique_ptr<Program> prg = cpu.load(k.entry_name, compile_cached(cpu, k.src));
+  Buffer out("CPU", 32, dtypes::float32), in("CPU", 32, dtypes::float32);
+  std::vector<float> host_in(32), host_out(32, -1.f);
+  for (int i = 0; i < 32; i++) host_in[i] = float(i % 9) - 2.f;
+  in.copyin(host_in.data(), in.nbytes());
+  out.copyin(host_out.data(), out.nbytes());
+  void* bufs[] = {out.ptr(), in.ptr()};
+  int64_t vars[] = {3};  // n; core_id comes from the launch
+  LaunchDims dims;
+  dims.global = {4, 1, 1};
+  prg->launch(bufs, vars, dims);
+  out.copyout(host_out.data(), out.nbytes());
+  for (int i = 0; i < 32; i++) EXPECT_EQ(host_out[i], host_in[i] < 3.f ? host_in[i] * 2.5f : -host_in[i]) << i;
+
+  // the add kernel, and a cache hit the second time (no clang run)
+  RenderedKernel ka = ren.render_kernel(prog_add().second, "", EntryStyle::Runtime);
+  std::string bin = compile_cached(cpu, ka.src);
+  EXPECT_EQ(compile_cached(cpu, ka.src), bin);
+  Buffer o("CPU", 16, dtypes::float32), a("CPU", 16, dtypes::float32), b("CPU", 16, dtypes::float32);
+  std::vector<float> ha(16), hb(16), ho(16);
+  for (int i = 0; i < 16; i++) ha[i] = float(i), hb[i] = float(100 * i);
+  a.copyin(ha.data(), a.nbytes());
+  b.copyin(hb.data(), b.nbytes());
+  void* bufs2[] = {o.ptr(), a.ptr(), b.ptr()};
+  cpu.load(ka.entry_name, bin)->launch(bufs2, {});
+  o.copyout(ho.data(), o.nbytes());
+  for (int i = 0; i < 16; i++) EXPECT_EQ(ho[i], float(101 * i));
 }
 
 TEST(CStyle, UnsupportedOpsThrow) {
