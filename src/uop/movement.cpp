@@ -50,18 +50,6 @@ std::vector<UOp> simplify_shape_args(std::vector<UOp> usrcs) {
   return {s.src().begin(), s.src().end()};
 }
 
-Shape as_shape(const UOp& u) {
-  auto dim = [](const UOp& x) -> int64_t {
-    UOp s = x.op() == Ops::CONST ? x : x.simplify();
-    if (s.op() != Ops::CONST || !s.val().is_int()) throw Error("symbolic shapes are not supported yet (" + x.render(false) + ")");
-    return s.val().i;
-  };
-  if (u.op() != Ops::STACK) return {dim(u)};
-  Shape r;
-  for (auto& x : u.src()) r.push_back(dim(x));
-  return r;
-}
-
 // Python's dim resolution: -ndim <= d < ndim (a 0-d shape accepts -1 and 0)
 int64_t resolve_dim(const char* op, int64_t d, const Shape& shape, bool extra = false) {
   int64_t total = int64_t(shape.size()) + (extra ? 1 : 0), hi = std::max<int64_t>(1, total);

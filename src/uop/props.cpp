@@ -292,17 +292,20 @@ UOp UOp::divide_exact(const UOp& v) const {
 
 // ***** 3. shape *****
 
-namespace {
+// a shape argument (a CONST or a STACK of them) as ints; a non-constant dim is simplified first
 Shape as_shape(const UOp& u) {
   auto dim = [](const UOp& x) -> int64_t {
-    if (x.op() != Ops::CONST || !x.val().is_int()) throw Error("symbolic shapes are not supported yet (" + x.render(false) + ")");
-    return x.val().i;
+    UOp s = x.op() == Ops::CONST ? x : x.simplify();
+    if (s.op() != Ops::CONST || !s.val().is_int()) throw Error("symbolic shapes are not supported yet (" + x.render(false) + ")");
+    return s.val().i;
   };
   if (u.op() != Ops::STACK) return {dim(u)};
-  Shape s;
-  for (auto& x : u.src()) s.push_back(dim(x));
-  return s;
+  Shape r;
+  for (auto& x : u.src()) r.push_back(dim(x));
+  return r;
 }
+
+namespace {
 Shape broadcast_shapes(Ops op, const std::vector<Shape>& shapes) {
   size_t nd = 0;
   for (auto& s : shapes) nd = std::max(nd, s.size());

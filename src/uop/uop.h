@@ -229,6 +229,7 @@ class UOp {
 // -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order
 int tuplize_compare(const UOp& a, const UOp& b);
 size_t live_uops();  // nodes alive now (for leak tests)
+Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
 
 // binary operators: UOp with UOp or with a C++ number (a weak literal)
 template <class T> concept Scalar = std::is_arithmetic_v<T>;
