@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -140,6 +139,111 @@ std::vector<UOp> linearize(const UOp& sink) {
   }
   std::reverse(out.begin(), out.end());
   return out;
+}
+
+namespace {
+
+// an insertion-ordered set of nodes (tinygrad's dict[UOp, None])
+struct OrderedSet {
+  std::vector<UOp> v;
+  std::unordered_set<UOp> s;
+  void add(const UOp& u) { if (s.insert(u).second) v.push_back(u); }
+  bool has(const UOp& u) const { return s.contains(u); }
+};
+
+}  // namespace
+
+CFGContext::CFGContext(const UOp& sink) {
+  // three relations between ranges: nested (END y depends on END x and RANGE x is a dependency of END y), dependent
+  // (END y depends on END x but not on RANGE x), independent. Everything nests inside the sink.
+  std::unordered_map<UOp, OrderedSet> deps;
+  std::vector<std::pair<UOp, UOp>> nesting;  // END -> the END or SINK it is nested in, in discovery order
+  std::unordered_set<UOp> nested;
+  for (const UOp& u : sink.toposort()) {
+    OrderedSet d;
+    for (const UOp& s : u.src()) for (const UOp& x : deps.at(s).v) d.add(x);
+    if (u.op() == Ops::END || u.op() == Ops::SINK) {
+      for (const UOp& x : d.v) {
+        if (x.op() != Ops::END || nested.contains(x)) continue;
+        if (u.op() == Ops::SINK || deps.at(x).has(u.src(1))) {
+          nesting.emplace_back(x, u);
+          nested.insert(x);
+        }
+      }
+    }
+    if (u.op() == Ops::RANGE || u.op() == Ops::END) d.add(u);
+    deps.emplace(u, std::move(d));
+  }
+
+  std::vector<std::pair<UOp, std::vector<UOp>>> siblings;  // parent -> its nested ENDs, in discovery order
+  for (const auto& [k, parent] : nesting) {
+    auto it = std::find_if(siblings.begin(), siblings.end(), [&](const auto& p) { return p.first == parent; });
+    if (it == siblings.end()) siblings.push_back({parent, {k}});
+    else it->second.push_back(k);
+  }
+  for (const auto& [parent, ends] : siblings) {
+    // ends that depend on other siblings are scheduled after them
+    std::vector<std::pair<size_t, UOp>> keyed;
+    for (const UOp& x : ends) {
+      size_t n = 0;
+      for (const UOp& o : ends) n += deps.at(x).has(o);
+      keyed.push_back({n, x});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<UOp> order;
+    for (auto& [n, x] : keyed) order.push_back(x);
+    std::vector<std::pair<UOp, UOp>> pairs;
+    if (parent.op() == Ops::SINK) {
+      for (size_t i = 0; i + 1 < order.size(); i++) pairs.push_back({order[i], order[i + 1]});
+    } else {
+      for (size_t i = 0; i < order.size(); i++) pairs.push_back({i == 0 ? parent.src(1) : order[i - 1], order[i]});
+    }
+    for (const auto& [x, y] : pairs) {
+      // tinygrad asserts this too (a cycle would never linearize)
+      if (x.in_backward_slice_with_self(y.src(1))) throw Error("add control flow: RANGE of " + y.str() + " is already before its predecessor");
+      edges.insert_or_assign(y.src(1), x);
+    }
+  }
+}
+
+const PatternMatcher& pm_add_control_flow() {
+  static const PatternMatcher pm{
+      UPat(Ops::RANGE, {}, {}, {}, "x") >> [](M m) -> UOp {
+        UOp x = m["x"];
+        auto& edges = m.ctx<CFGContext>().edges;
+        auto it = edges.find(x);
+        if (it == edges.end()) return {};
+        std::vector<UOp> src(x.src().begin(), x.src().end());
+        src.push_back(it->second);
+        return x.replace({.src = src});
+      },
+  };
+  return pm;
+}
+
+UOp add_control_flow(const UOp& sink) {
+  CFGContext ctx(sink);
+  return graph_rewrite(sink, pm_add_control_flow(), &ctx, true);
+}
+
+const PatternMatcher& pm_split_ends() {
+  static const PatternMatcher pm{
+      UPat(Ops::END, {}, {}, {}, "e") >> [](M m) -> UOp {
+        UOp e = m["e"];
+        std::vector<UOp> backedge, rest;
+        for (size_t i = 1; i < e.src().size(); i++) {
+          const UOp& x = e.src(i);
+          (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : rest).push_back(x);
+        }
+        // the ranges of the other sources (with the ranges they run inside), innermost (highest arg) first
+        std::vector<UOp> rs = uop_ranges(UOp::sink(rest));
+        std::stable_sort(rs.begin(), rs.end(), [](const UOp& a, const UOp& b) { return arg_compare(a.arg(), b.arg()) > 0; });
+        UOp ret = e.src(0);
+        for (const UOp& r : rs) ret = ret.end({r});
+        return ret.end(backedge);
+      },
+  };
+  return pm;
 }
 
 }  // namespace tg

@@ -3,7 +3,7 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
+#include <functional>
 #include <numbers>
 
 namespace tg {
@@ -26,11 +26,11 @@ UOp shr(const UOp& x, int y) { return x / (int64_t(1) << y); }
 UOp shl(const UOp& x, int y) { return x * (int64_t(1) << y); }
 UOp cf(const UOp& like, double v) { return like.const_like(ConstVal(v)); }
 
-// inf -> inf, -inf -> _inf, nan -> nan, otherwise -> ratio
+// inf -> inf, -inf -> _inf, nan -> nan, otherwise -> ratio (comparisons with weak literals, as tinygrad's)
 UOp lazy_map_numbers(const UOp& x, const UOp& inf, const UOp& ninf, const UOp& nan, const UOp& ratio) {
-  return x.ne(cf(x, INFINITY)).where(x.ne(x).where(nan, x.ne(cf(x, -INFINITY)).where(ratio, ninf)), inf);
+  return x.ne(lit(INFINITY)).where(x.ne(x).where(nan, x.ne(lit(-INFINITY)).where(ratio, ninf)), inf);
 }
-UOp ifand(const UOp& q, int64_t n) { return (q & n).ne(q.const_like(ConstVal(int64_t(0)))); }
+UOp ifand(const UOp& q, int64_t n) { return (q & n).ne(lit(0)); }
 
 UOp trig_poly(const UOp& d, const std::vector<double>& c32, const std::vector<double>& c64) {
   return d * poly_n(d * d, d.dtype() == float64 ? c64 : c32);
@@ -165,7 +165,7 @@ UOp xsin(const UOp& d, bool fast, double switch_over) {
   need_float(d, "xsin");
   UOp zero = cf(d, 0.0);
   UOp x = lazy_map_numbers(d, zero, zero, zero, d);  // +-inf/nan masked as 0
-  UOp x_sign = x.ne(cf(x, 0)).where((x < 0).where(cf(x, -1), cf(x, 1)), cf(x, 0));
+  UOp x_sign = x.ne(lit(0)).where((x < 0).where(cf(x, -1), cf(x, 1)), cf(x, 0));
   UOp x_abs = x * x_sign;
   auto [r, q] = fast ? cody_waite_reduction(x_abs) : payne_hanek_reduction(x_abs);
   UOp result;
@@ -222,13 +222,12 @@ UOp xlog2(const UOp& d) {
     UOp base = t * (x * x2) + e + x * 2.8853900432586669922;
     r = dt == float32 ? base + x * 3.2734474483568488616e-08 : base + 0;
   }
-  r = d.ne(cf(d, INFINITY)).where(r, cf(r, INFINITY));
-  r = d.ne(cf(d, 0.0)).where(r, cf(r, -INFINITY));
+  r = d.ne(lit(INFINITY)).where(r, cf(r, INFINITY));
+  r = d.ne(lit(0.0)).where(r, cf(r, -INFINITY));
   r = (d < -0.0).where(cf(r, NAN), r);
   r = d.ne(d).where(cf(r, NAN), r);
   // log2(-0.0) = -inf, detected through the reciprocal (x == -0.0 is not reliable everywhere)
-  UOp rcp = d.reciprocal();
-  return rcp.ne(cf(rcp, -INFINITY)).where(r, cf(r, -INFINITY));
+  return d.reciprocal().ne(lit(-INFINITY)).where(r, cf(r, -INFINITY));
 }
 
 UOp xpow(const UOp& base, const UOp& exponent) {
@@ -236,7 +235,7 @@ UOp xpow(const UOp& base, const UOp& exponent) {
   // negative base: nan for a non-integer exponent, negated for an odd integer one; -inf never gives nan
   UOp non_int = exponent.ne(exponent.cast(int32).cast(exponent.dtype()));
   UOp is_odd = ((exponent < 0).where(-exponent, exponent).cast(int32) % 2).cast(bool_);
-  UOp neg_base = non_int.where(base.ne(cf(base, -INFINITY)).where(cf(ret, NAN), ret), is_odd.where(-ret, ret));
+  UOp neg_base = non_int.where(base.ne(lit(-INFINITY)).where(cf(ret, NAN), ret), is_odd.where(-ret, ret));
   return exponent.eq(lit(0)).where(cf(ret, 1), (base < 0).where(neg_base, ret));
 }
 

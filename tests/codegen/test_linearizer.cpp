@@ -1,0 +1,610 @@
+// The linearizer against tinygrad's codegen/late/linearizer.py: the SINKs of the hand-linearized kernels of
+// tests/renderer/test_cstyle.cpp (the builders are copied here) are linearized, and the order must be the one
+// tinygrad's linearize gives for the same graphs (tests/tools/gen_linearizer_cases.py --cpp prints the table below:
+// the order as positions in the hand-built list, and the C tinygrad renders from it where that differs from the hand
+// list's C). Most hand lists are already in tinygrad's order; where_var holds an unused const, consts/misc/special
+// were ordered by hand differently.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "codegen/linearizer.h"
+#include "renderer/cstyle.h"
+
+using namespace tg;
+
+namespace {
+
+// ***** builders for linearized programs (copied from tests/renderer/test_cstyle.cpp) *****
+
+using L = std::vector<UOp>;
+const DType I32 = dtypes::int32;
+UOp cc(ConstVal v, DType dt) { return UOp::make(Ops::CAST, dt, {UOp::const_(v)}, Arg(dt)); }  // a casted const
+UOp param(int64_t slot, DType dt, int64_t n, bool vol = false) {
+  ParamArg pa{slot, dt};
+  pa.is_volatile = vol;
+  return UOp::make(Ops::PARAM, dt, {cc(n, I32)}, Arg(pa));
+}
+UOp var(int64_t slot, const std::string& name, int64_t lo, int64_t hi) {
+  ParamArg pa{slot, I32, std::pair<ConstVal, ConstVal>{lo, hi}, std::nullopt, name, AddrSpace::ALU};
+  return UOp::make(Ops::PARAM, I32, {UOp::stack({})}, Arg(pa));
+}
+UOp rng(const UOp& end, int64_t axis, AxisType at = AxisType::WEAK, std::vector<UOp> extra = {}) {
+  std::vector<UOp> s{end};
+  s.insert(s.end(), extra.begin(), extra.end());
+  return UOp::make(Ops::RANGE, end.dtype(), s, Arg(Arg::Ints{axis, int64_t(at)}));
+}
+UOp alu(Ops op, std::vector<UOp> s) {
+  DType dt = (op == Ops::CMPLT || op == Ops::CMPNE || op == Ops::CMPEQ) ? dtypes::bool_ : s.back().dtype();
+  return UOp::make(op, dt, s);
+}
+UOp idx(const UOp& b, const UOp& i) { return UOp::make(Ops::INDEX, b.dtype(), {b, i}); }
+UOp load(const UOp& bidx, std::vector<UOp> rest = {}) {
+  std::vector<UOp> s{bidx};
+  s.insert(s.end(), rest.begin(), rest.end());
+  return UOp::make(Ops::LOAD, bidx.dtype(), s);
+}
+UOp store(const UOp& bidx, const UOp& v) { return UOp::make(Ops::STORE, dtypes::void_, {bidx, v}); }
+UOp end(const UOp& x, const UOp& r) { return UOp::make(Ops::END, dtypes::void_, {x, r}); }
+UOp after(const UOp& b, std::vector<UOp> deps) {
+  deps.insert(deps.begin(), b);
+  return UOp::make(Ops::AFTER, b.dtype(), deps);
+}
+UOp cast(const UOp& x, DType dt) { return UOp::make(Ops::CAST, dt, {x}, Arg(dt)); }
+UOp sink(const std::string& name, std::vector<UOp> s) { return UOp::make(Ops::SINK, dtypes::void_, s, Arg(name)); }
+
+std::pair<std::string, L> prog_add() {
+  UOp n = cc(16, I32), d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::float32, 16), d2 = param(2, dtypes::float32, 16);
+  UOp r = rng(n, 0);
+  UOp i1 = idx(d1, r), l1 = load(i1), i2 = idx(d2, r), l2 = load(i2), i0 = idx(d0, r), a = alu(Ops::ADD, {l1, l2});
+  UOp st = store(i0, a), e = end(st, r);
+  return {"E_16", {n.src(0), n, d0, d1, d2, r, i1, l1, i2, l2, i0, a, st, e, sink("E_16", {e})}};
+}
+
+std::pair<std::string, L> prog_reduce() {
+  UOp c4 = cc(4, I32), c16 = cc(16, I32), c1 = cc(1, I32), c0 = cc(0, I32), c2 = cc(2, I32), f0 = cc(0.0, dtypes::float32);
+  UOp d0 = param(0, dtypes::float32, 4), d1 = param(1, dtypes::float32, 16);
+  UOp acc = UOp::make(Ops::BUFFER, dtypes::float32, {c1}, Arg(ParamArg{0, dtypes::float32, {}, {}, {}, AddrSpace::REG}));
+  UOp r1 = rng(c4, 1), a1 = after(acc, {r1}), ia = idx(a1, c0), shl = alu(Ops::SHL, {r1, c2});
+  UOp st0 = store(ia, f0), r0 = rng(c4, 0, AxisType::REDUCE, {r1}), add = alu(Ops::ADD, {shl, r0});
+  UOp i1 = idx(d1, add), l1 = load(i1), a2 = after(acc, {st0, r0}), ia2 = idx(a2, c0);
+  UOp la = load(ia2), s = alu(Ops::ADD, {la, l1}), st1 = store(ia2, s);
+  UOp e0 = end(st1, r0), a3 = after(acc, {e0}), ia3 = idx(a3, c0);
+  UOp l3 = load(ia3), io = idx(d0, r1), st2 = store(io, l3), e1 = end(st2, r1);
+  return {"r_4_4", {c4.src(0), c4, d0, c16.src(0), c16, d1, c1.src(0), c1, acc, c0.src(0), c0, c2.src(0), c2, f0.src(0), f0,
+                    r1, a1, ia, shl, st0, r0, add, i1, l1, a2, ia2, la, s, st1, e0, a3, ia3, l3, io, st2, e1, sink("r_4_4", {e1})}};
+}
+
+std::pair<std::string, L> prog_idiv_half() {
+  UOp c8 = cc(8, I32), c0 = cc(0, I32), c3 = cc(3, I32);
+  UOp d0 = param(0, dtypes::float16, 8), d1 = param(1, I32, 8);
+  UOp r = rng(c8, 0), i1 = idx(d1, r), v = load(i1), i0 = idx(d0, r);
+  UOp m = alu(Ops::CMOD, {v, c3}), lt = alu(Ops::CMPLT, {v, c0}), ne = alu(Ops::CMPNE, {m, c0}), an = alu(Ops::AND, {ne, lt});
+  UOp ci = cast(an, I32), dv = alu(Ops::CDIV, {v, c3}), sb = alu(Ops::SUB, {dv, ci});
+  UOp ch = cast(sb, dtypes::float16), sq = alu(Ops::SQRT, {ch}), st = store(i0, sq), e = end(st, r);
+  return {"E_8", {c8.src(0), c8, d0, d1, c0.src(0), c0, c3.src(0), c3, r, i1, v, i0, m, lt, ne, an, ci, dv, sb, ch, sq, st, e, sink("E_8", {e})}};
+}
+
+std::pair<std::string, L> prog_gated() {
+  UOp c24 = cc(24, I32), c16 = cc(16, I32), cm4 = cc(-4, I32), c3 = cc(3, I32), c20 = cc(20, I32), f0 = cc(0.0, dtypes::float32);
+  UOp d0 = param(0, dtypes::float32, 24), d1 = param(1, dtypes::float32, 16);
+  UOp r = rng(c24, 0), ad = alu(Ops::ADD, {r, cm4}), i1 = idx(d1, ad), g1 = alu(Ops::CMPLT, {c3, r}), g2 = alu(Ops::CMPLT, {r, c20});
+  UOp g = alu(Ops::AND, {g1, g2}), l = load(i1, {f0, g}), i0 = idx(d0, r), st = store(i0, l), e = end(st, r);
+  return {"E_24", {c24.src(0), c24, d0, c16.src(0), c16, d1, cm4.src(0), cm4, c3.src(0), c3, c20.src(0), c20, f0.src(0), f0,
+                   r, ad, i1, g1, g2, g, l, i0, st, e, sink("E_24", {e})}};
+}
+
+std::pair<std::string, L> prog_where_var() {
+  UOp c32 = cc(32, I32), c8 = cc(8, I32), c0 = cc(0, I32), c2 = cc(2.5, dtypes::float32);
+  UOp d0 = param(0, dtypes::float32, 32), d1 = param(1, dtypes::float32, 32);
+  UOp n = var(2, "n", 1, 10), core = var(3, "core_id", 0, 3);
+  UOp r = rng(c8, 0), m = alu(Ops::MUL, {core, c8}), ad = alu(Ops::ADD, {m, r}), i1 = idx(d1, ad), v = load(i1);
+  UOp nf = cast(n, dtypes::float32), lt = alu(Ops::CMPLT, {v, nf}), mul = alu(Ops::MUL, {v, c2}), ng = alu(Ops::NEG, {v});
+  UOp w = alu(Ops::WHERE, {lt, mul, ng}), i0 = idx(d0, ad), st = store(i0, w), e = end(st, r);
+  return {"E_4_8", {c32.src(0), c32, d0, d1, n.src(0), n, core, c8.src(0), c8, c0.src(0), c0, c2.src(0), c2,
+                    r, m, ad, i1, v, nf, lt, mul, ng, w, i0, st, e, sink("E_4_8", {e})}};
+}
+
+std::pair<std::string, L> prog_vec4() {
+  UOp c16 = cc(16, I32), c0 = cc(0, I32), c1 = cc(1, I32), c2 = cc(2, I32), c3 = cc(3, I32), c4 = cc(4, I32);
+  UOp d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::float32, 16), d2 = param(2, dtypes::float32, 16);
+  UOp r = rng(c4, 0), shl = alu(Ops::SHL, {r, c2});
+  UOp s1 = UOp::make(Ops::SHRINK, dtypes::float32, {d1, shl, c4}), l1 = load(s1);
+  UOp s2 = UOp::make(Ops::SHRINK, dtypes::float32, {d2, shl, c4}), l2 = load(s2);
+  L g1, g2, adds;
+  for (auto& c : {c0, c1, c2, c3}) g1.push_back(idx(l1, c));
+  for (auto& c : {c0, c1, c2, c3}) g2.push_back(idx(l2, c));
+  for (int i = 0; i < 4; i++) adds.push_back(alu(Ops::ADD, {g1[i], g2[i]}));
+  UOp stk = UOp::make(Ops::STACK, dtypes::float32, adds), s0 = UOp::make(Ops::SHRINK, dtypes::float32, {d0, shl, c4});
+  UOp st = store(s0, stk), grp = UOp::make(Ops::GROUP, dtypes::void_, {st, st, st, st}), e = end(grp, r);
+  L lst{c16.src(0), c16, d0, d1, d2, c0.src(0), c0, c1.src(0), c1, c2.src(0), c2, c3.src(0), c3, c4.src(0), c4, r, shl, s1, l1, s2, l2};
+  for (auto* v : {&g1, &g2, &adds}) lst.insert(lst.end(), v->begin(), v->end());
+  lst.insert(lst.end(), {stk, s0, st, grp, e, sink("E_4_4", {e})});
+  return {"E_4_4", lst};
+}
+
+std::pair<std::string, L> prog_consts() {
+  using namespace dtypes;
+  UOp c1 = cc(1, I32), c0 = cc(0, I32);
+  UOp d0 = param(0, uint32, 1), d1 = param(1, int64, 1), d2 = param(2, uint64, 1), d3 = param(3, bool_, 1), d4 = param(4, int8, 1);
+  UOp d5 = param(5, uint8, 1), d6 = param(6, float16, 1), d7 = param(7, float32, 1), d8 = param(8, float64, 1, true), d9 = param(9, int16, 1);
+  UOp ku = cc(7, uint32), kl = cc(-5, int64), kul = cc(std::numeric_limits<int64_t>::min(), uint64), kb = cc(true, bool_);
+  UOp kc = cc(-3, int8), kuc = cc(200, uint8), kh = cc(1.5, float16), kinf = cc(INFINITY, float32);
+  UOp knan = cc(double(NAN), float64), kd = cc(0.25, float64), ks = cc(-7, int16), ku1 = cc(1, uint32);
+  UOp iu = idx(d0, c0), lu = load(iu), xo = alu(Ops::XOR, {lu, ku}), sh = alu(Ops::SHR, {xo, ku1});
+  UOp mlt = alu(Ops::CMPLT, {sh, ku}), mx = alu(Ops::WHERE, {mlt, ku, sh});
+  UOp il = idx(d1, c0), ll = load(il), ml = alu(Ops::MUL, {ll, kl});
+  UOp if_ = idx(d7, c0), lf = load(if_), tr = alu(Ops::TRUNC, {lf}), fd = alu(Ops::FDIV, {tr, kinf});
+  UOp bc = UOp::make(Ops::BITCAST, uint32, {lf}, Arg(uint32)), eq = alu(Ops::CMPEQ, {bc, ku});
+  UOp id = idx(d8, c0), ld = load(id), sq = alu(Ops::SQRT, {ld}), ad = alu(Ops::ADD, {sq, kd}), isn = alu(Ops::CMPNE, {ad, ad});
+  UOp mxd = alu(Ops::WHERE, {isn, knan, ad});
+  UOp s0 = store(iu, mx), s1 = store(il, ml), i2 = idx(d2, c0), s2 = store(i2, kul), i3 = idx(d3, c0), an = alu(Ops::AND, {eq, kb});
+  UOp s3 = store(i3, an), i4 = idx(d4, c0), s4 = store(i4, kc), i5 = idx(d5, c0), s5 = store(i5, kuc), i6 = idx(d6, c0);
+  UOp s6 = store(i6, kh), s7 = store(if_, fd), s8 = store(id, mxd), i9 = idx(d9, c0), s9 = store(i9, ks);
+  L lst{c1.src(0), c1, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, c0.src(0), c0};
+  for (auto& k : {ku, kl, kul, kb, kc, kuc, kh, kinf, knan, kd, ks}) lst.insert(lst.end(), {k.src(0), k});
+  lst.insert(lst.end(), {ku1, iu, lu, xo, sh, mlt, mx, il, ll, ml, if_, lf, tr, fd, bc, eq, id, ld, sq, ad, isn, mxd,
+                         s0, s1, i2, s2, i3, an, s3, i4, s4, i5, s5, i6, s6, s7, s8, i9, s9,
+                         sink("consts", {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9})});
+  return {"consts", lst};
+}
+
+std::pair<std::string, L> prog_misc() {
+  UOp c16 = cc(16, I32), c4 = cc(4, I32), c2 = cc(2, I32), c7 = cc(7, I32);
+  UOp d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::uint32, 16);
+  UOp r = rng(c4, 0, AxisType::LOOP), shl = alu(Ops::SHL, {r, c2});
+  UOp s1 = UOp::make(Ops::SHRINK, dtypes::uint32, {d1, shl, c4}), l1 = load(s1);
+  UOp cv = cast(l1, dtypes::float32), s0 = UOp::make(Ops::SHRINK, dtypes::float32, {d0, shl, c4});
+  UOp g = alu(Ops::CMPLT, {r, c2}), iff = UOp::make(Ops::IF, dtypes::void_, {g, s0}), st = store(s0, cv);
+  UOp ei = UOp::make(Ops::ENDIF, dtypes::void_, {iff}), e = end(ei, r);
+  UOp bc = UOp::make(Ops::BITCAST, dtypes::uint32, {d0}, Arg(dtypes::uint32)), bar = UOp::make(Ops::BARRIER, dtypes::void_, {e});
+  UOp noop = UOp::make(Ops::NOOP, dtypes::void_, {});
+  UOp lp = UOp::make(Ops::RANGE, dtypes::void_, {noop}, Arg(Arg::Ints{1, int64_t(AxisType::WEAK)}));
+  UOp i7 = idx(bc, c7), l7 = load(i7), k1 = cc(1, dtypes::uint32), x = alu(Ops::XOR, {l7, k1});
+  UOp st7 = store(i7, x), k0 = cc(0, dtypes::uint32), cnd = alu(Ops::CMPNE, {x, k0});
+  UOp e2 = UOp::make(Ops::END, dtypes::void_, {st7, lp, cnd});
+  return {"misc", {c16.src(0), c16, d0, d1, c4.src(0), c4, c2.src(0), c2, c7.src(0), c7, r, shl, s1, l1, cv, s0, g, iff, st, ei, e,
+                   bc, bar, noop, lp, i7, l7, k1.src(0), k1, x, st7, k0.src(0), k0, cnd, e2, sink("misc", {e2, bar})}};
+}
+
+std::pair<std::string, L> prog_special() {
+  UOp c16 = cc(16, I32), c4 = cc(4, I32), c2 = cc(2.0, dtypes::float32);
+  UOp d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::float32, 16);
+  UOp g = UOp::make(Ops::SPECIAL, I32, {c4}, Arg("gidx0")), l = UOp::make(Ops::SPECIAL, I32, {c4}, Arg("lidx1"));
+  UOp mu = alu(Ops::MUL, {g, c4}), a = alu(Ops::ADD, {mu, l}), i1 = idx(d1, a), v = load(i1), m = alu(Ops::MUL, {v, c2});
+  UOp i0 = idx(d0, a), st = store(i0, m);
+  return {"E_4_4n1", {c16.src(0), c16, d0, d1, c4.src(0), c4, c2.src(0), c2, g, l, mu, a, i1, v, m, i0, st, sink("E_4_4n1", {st})}};
+}
+
+struct Case {
+  const char* name;
+  std::pair<std::string, L> (*build)();
+  std::vector<size_t> order;  // tinygrad's linearized order, as positions in the hand-built list
+  const char* lin_c;          // tinygrad's C for the linearized list; nullptr: the same as the hand-built list's
+};
+
+// ***** printed by tests/tools/gen_linearizer_cases.py --cpp at the reference commit *****
+const Case kCases[] = {
+    {"add", prog_add, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, nullptr},
+    {"reduce", prog_reduce, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36}, nullptr},
+    {"idiv_half", prog_idiv_half, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, nullptr},
+    {"gated", prog_gated, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}, nullptr},
+    {"where_var", prog_where_var, {0, 1, 2, 3, 4, 5, 6, 7, 8, 18, 11, 12, 14, 13, 15, 16, 17, 23, 21, 20, 19, 22, 24, 25, 26}, nullptr},
+    {"vec4", prog_vec4, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38}, nullptr},
+    {"consts", prog_consts, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 37, 38, 43, 44, 46, 47, 52, 53, 62, 65, 67, 73, 60, 69, 20, 21, 22, 23, 24, 25, 34, 35, 36, 14, 15, 16, 17, 18, 19, 26, 27, 28, 29, 32, 33, 30, 31, 50, 54, 48, 55, 45, 39, 40, 41, 56, 51, 63, 49, 42, 57, 64, 66, 68, 74, 58, 59, 61, 70, 71, 72, 75}, R"TG(
+void consts(unsigned int* restrict data0_1, long* restrict data1_1, unsigned long* restrict data2_1, _Bool* restrict data3_1, signed char* restrict data4_1, unsigned char* restrict data5_1, __fp16* restrict data6_1, float* restrict data7_1, volatile double* restrict data8_1, short* restrict data9_1) {
+  unsigned int val0 = (*(data0_1+0));
+  long val1 = (*(data1_1+0));
+  float val2 = (*(data7_1+0));
+  double val3 = (*(data8_1+0));
+  double alu0 = (__builtin_sqrt(val3)+0.25);
+  unsigned int alu1 = ((val0^7u)>>1u);
+  unsigned int alu2 = ((alu1<7u)?7u:alu1);
+  double alu3 = ((alu0!=alu0)?((double)(__builtin_nanf(""))):alu0);
+  *(data3_1+0) = ((__builtin_bit_cast(unsigned int, (float)(val2))==7u)&1);
+  *(data4_1+0) = ((signed char)(-3));
+  *(data5_1+0) = ((unsigned char)(200u));
+  *(data9_1+0) = ((short)(-7));
+  *(data0_1+0) = alu2;
+  *(data1_1+0) = (val1*-5l);
+  *(data2_1+0) = 9223372036854775808ul;
+  *(data6_1+0) = ((__fp16)(1.5f));
+  *(data7_1+0) = (__builtin_truncf(val2)/((float)(__builtin_inff())));
+  *(data8_1+0) = alu3;
+}
+)TG"},
+    {"misc", prog_misc, {0, 1, 2, 8, 9, 21, 25, 26, 23, 31, 32, 27, 28, 29, 33, 30, 24, 34, 6, 7, 4, 5, 10, 11, 15, 16, 17, 19, 20, 22, 35}, R"TG(
+void misc(float* restrict data0_16) {
+  unsigned int val0 = (*(((unsigned int*)(data0_16))+7));
+  unsigned int alu0 = (val0^1u);
+  *(((unsigned int*)(data0_16))+7) = alu0;
+  for (;;) {
+    if (!((alu0!=0u))) { break; }
+  }
+  for (int Lidx0 = 0; Lidx0 < 4; Lidx0++) {
+    if ((Lidx0<2)) {
+    }
+  }
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+)TG"},
+    {"special", prog_special, {0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 15, 6, 7, 14, 16, 17}, nullptr},
+};
+
+// ***** kernels before split ends / add control flow: sibling and nested loops (gen_linearizer_cases.py's cfg_*) *****
+// they go through pm_split_ends, add_control_flow and linearize, as full_rewrite_to_sink's last passes and do_linearize
+
+UOp F(double v) { return cc(v, dtypes::float32); }
+UOp Ic(int64_t v) { return cc(v, I32); }
+UOp madd(const UOp& r0, const UOp& r) { return alu(Ops::ADD, {alu(Ops::MUL, {r0, Ic(8)}), r}); }
+
+UOp cfg_siblings() {
+  UOp d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::float32, 16), d2 = param(2, dtypes::float32, 16);
+  UOp d3 = param(3, dtypes::float32, 16);
+  UOp r0 = rng(Ic(16), 0), r1 = rng(Ic(8), 1), r2 = rng(Ic(4), 2);
+  UOp e0 = end(store(idx(d0, r0), alu(Ops::MUL, {load(idx(d3, r0)), F(2.0)})), r0);
+  UOp e1 = end(store(idx(d1, r1), alu(Ops::ADD, {load(idx(d3, r1)), F(1.0)})), r1);
+  UOp e2 = end(store(idx(d2, r2), F(0.0)), r2);
+  return sink("cfg_siblings", {e0, e1, e2});
+}
+
+UOp cfg_nested_split() {
+  UOp d0 = param(0, dtypes::float32, 32), d1 = param(1, dtypes::float32, 32);
+  UOp r0 = rng(Ic(4), 0), r1 = rng(Ic(8), 1), i = madd(r0, r1);
+  return sink("cfg_nested_split", {UOp::make(Ops::END, dtypes::void_, {store(idx(d0, i), load(idx(d1, i))), r0, r1})});
+}
+
+UOp cfg_inner_siblings() {
+  UOp d0 = param(0, dtypes::float32, 32), d1 = param(1, dtypes::float32, 32), d2 = param(2, dtypes::float32, 32);
+  UOp r0 = rng(Ic(4), 0), r1 = rng(Ic(8), 1), r2 = rng(Ic(8), 2), i1 = madd(r0, r1), i2 = madd(r0, r2);
+  UOp e1 = end(store(idx(d0, i1), load(idx(d2, i1))), r1);
+  UOp e2 = end(store(idx(d1, i2), alu(Ops::MUL, {load(idx(d2, i2)), F(3.0)})), r2);
+  return sink("cfg_inner_siblings", {end(UOp::make(Ops::GROUP, dtypes::void_, {e1, e2}), r0)});
+}
+
+UOp cfg_dependent() {
+  UOp d0 = param(0, dtypes::float32, 32), d1 = param(1, dtypes::float32, 32);
+  UOp acc = UOp::make(Ops::BUFFER, dtypes::float32, {Ic(1)}, Arg(ParamArg{0, dtypes::float32, {}, {}, {}, AddrSpace::REG}));
+  UOp r0 = rng(Ic(4), 0), r1 = rng(Ic(8), 1, AxisType::REDUCE), r2 = rng(Ic(8), 2);
+  UOp st0 = store(idx(after(acc, {r0}), Ic(0)), F(0.0));
+  UOp a1 = idx(after(acc, {st0, r1}), Ic(0));
+  UOp e1 = end(store(a1, alu(Ops::ADD, {load(a1), load(idx(d1, madd(r0, r1)))})), r1);
+  UOp tot = load(idx(after(acc, {e1}), Ic(0)));
+  UOp i2 = madd(r0, r2);
+  UOp e2 = end(store(idx(d0, i2), alu(Ops::MUL, {load(idx(d1, i2)), tot})), r2);
+  return sink("cfg_dependent", {end(e2, r0)});
+}
+
+struct CfgCase {
+  const char* name;
+  UOp (*build)();
+  const char* expected;  // one line per uop: op, sources as positions in the list, RANGE axis / PARAM slot / CONST value
+  const char* c;         // what tinygrad's ClangRenderer makes of the linearized list
+};
+
+// ***** printed by tests/tools/gen_linearizer_cases.py --cpp at the reference commit *****
+const CfgCase kCfgCases[] = {
+    {"cfg_siblings", cfg_siblings, R"TG(
+CONST  16
+CAST 0
+PARAM 1 0
+PARAM 1 1
+PARAM 1 2
+PARAM 1 3
+CONST  2.0
+CAST 6
+RANGE 1 0
+INDEX 5,8
+LOAD 9
+INDEX 2,8
+MUL 10,7
+STORE 11,12
+END 13,8
+CONST  8
+CAST 15
+CONST  1.0
+CAST 17
+RANGE 16,14 1
+INDEX 5,19
+LOAD 20
+INDEX 3,19
+ADD 21,18
+STORE 22,23
+END 24,19
+CONST  4
+CAST 26
+CONST  0.0
+CAST 28
+RANGE 27,25 2
+INDEX 4,30
+STORE 31,29
+END 32,30
+SINK 14,25,33
+)TG",
+     R"TG(
+void cfg_siblings(float* restrict data0_16, float* restrict data1_16, float* restrict data2_16, float* restrict data3_16) {
+  for (int Lidx0 = 0; Lidx0 < 16; Lidx0++) {
+    float val0 = (*(data3_16+Lidx0));
+    *(data0_16+Lidx0) = (val0*2.0f);
+  }
+  for (int Lidx1 = 0; Lidx1 < 8; Lidx1++) {
+    float val1 = (*(data3_16+Lidx1));
+    *(data1_16+Lidx1) = (val1+1.0f);
+  }
+  for (int Lidx2 = 0; Lidx2 < 4; Lidx2++) {
+    *(data2_16+Lidx2) = 0.0f;
+  }
+}
+)TG"},
+    {"cfg_nested_split", cfg_nested_split, R"TG(
+CONST  32
+CAST 0
+PARAM 1 0
+PARAM 1 1
+CONST  4
+CAST 4
+CONST  8
+CAST 6
+RANGE 5 0
+MUL 8,7
+RANGE 7,8 1
+ADD 9,10
+INDEX 3,11
+LOAD 12
+INDEX 2,11
+STORE 14,13
+END 15,10
+END 16,8
+SINK 17
+)TG",
+     R"TG(
+void cfg_nested_split(float* restrict data0_32, float* restrict data1_32) {
+  for (int Lidx0 = 0; Lidx0 < 4; Lidx0++) {
+    for (int Lidx1 = 0; Lidx1 < 8; Lidx1++) {
+      int alu0 = ((Lidx0*8)+Lidx1);
+      float val0 = (*(data1_32+alu0));
+      *(data0_32+alu0) = val0;
+    }
+  }
+}
+)TG"},
+    {"cfg_inner_siblings", cfg_inner_siblings, R"TG(
+CONST  32
+CAST 0
+PARAM 1 0
+PARAM 1 1
+PARAM 1 2
+CONST  4
+CAST 5
+CONST  8
+CAST 7
+CONST  3.0
+CAST 9
+RANGE 6 0
+MUL 11,8
+RANGE 8,11 1
+ADD 12,13
+INDEX 4,14
+LOAD 15
+INDEX 2,14
+STORE 17,16
+END 18,13
+RANGE 8,19 2
+ADD 12,20
+INDEX 4,21
+LOAD 22
+INDEX 3,21
+MUL 23,10
+STORE 24,25
+END 26,20
+GROUP 19,27
+END 28,11
+SINK 29
+)TG",
+     R"TG(
+void cfg_inner_siblings(float* restrict data0_32, float* restrict data1_32, float* restrict data2_32) {
+  for (int Lidx0 = 0; Lidx0 < 4; Lidx0++) {
+    int alu0 = (Lidx0*8);
+    for (int Lidx1 = 0; Lidx1 < 8; Lidx1++) {
+      int alu1 = (alu0+Lidx1);
+      float val0 = (*(data2_32+alu1));
+      *(data0_32+alu1) = val0;
+    }
+    for (int Lidx2 = 0; Lidx2 < 8; Lidx2++) {
+      int alu4 = (alu0+Lidx2);
+      float val1 = (*(data2_32+alu4));
+      *(data1_32+alu4) = (val1*3.0f);
+    }
+  }
+}
+)TG"},
+    {"cfg_dependent", cfg_dependent, R"TG(
+CONST  32
+CAST 0
+PARAM 1 0
+PARAM 1 1
+CONST  1
+CAST 4
+BUFFER 5
+CONST  0
+CAST 7
+CONST  4
+CAST 9
+CONST  8
+CAST 11
+CONST  0.0
+CAST 13
+RANGE 10 0
+AFTER 6,15
+INDEX 16,8
+MUL 15,12
+STORE 17,14
+RANGE 12,15 1
+ADD 18,20
+INDEX 3,21
+LOAD 22
+AFTER 6,19,20
+INDEX 24,8
+LOAD 25
+ADD 26,23
+STORE 25,27
+END 28,20
+AFTER 6,29
+INDEX 30,8
+LOAD 31
+RANGE 12,29 2
+ADD 18,33
+INDEX 3,34
+LOAD 35
+INDEX 2,34
+MUL 36,32
+STORE 37,38
+END 39,33
+END 40,15
+SINK 41
+)TG",
+     R"TG(
+void cfg_dependent(float* restrict data0_32, float* restrict data1_32) {
+  float buf0[1];
+  for (int Lidx0 = 0; Lidx0 < 4; Lidx0++) {
+    int alu0 = (Lidx0*8);
+    *(buf0+0) = 0.0f;
+    for (int Ridx1 = 0; Ridx1 < 8; Ridx1++) {
+      float val0 = (*(data1_32+(alu0+Ridx1)));
+      *(buf0+0) = ((*(buf0+0))+val0);
+    }
+    for (int Lidx2 = 0; Lidx2 < 8; Lidx2++) {
+      int alu4 = (alu0+Lidx2);
+      float val1 = (*(data1_32+alu4));
+      *(data0_32+alu4) = (val1*(*(buf0+0)));
+    }
+  }
+}
+)TG"},
+};
+
+// the line format of gen_linearizer_cases.py
+std::string lines(const L& lin) {
+  std::string out = "\n";
+  for (const UOp& u : lin) {
+    std::string srcs;
+    for (const UOp& s : u.src()) {
+      if (!srcs.empty()) srcs += ",";
+      srcs += std::to_string(std::find(lin.begin(), lin.end(), s) - lin.begin());
+    }
+    std::string extra = u.op() == Ops::RANGE   ? std::to_string(u.arg().ints()[0])
+                        : u.op() == Ops::PARAM ? std::to_string(u.arg().param().slot)
+                        : u.op() == Ops::CONST ? u.val().str()
+                                               : "";
+    std::string l = std::string(op_name(u.op())) + " " + srcs + " " + extra;
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  }
+  return out;
+}
+
+std::string describe(const L& lst) {
+  std::string s;
+  for (const UOp& u : lst) s += std::string(op_name(u.op())) + " ";
+  return s;
+}
+
+}  // namespace
+
+TEST(Linearizer, MatchesTinygradOrder) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    auto [name, lst] = c.build();
+    L expected;
+    for (size_t i : c.order) expected.push_back(lst.at(i));
+    L got = linearize(lst.back());
+    EXPECT_EQ(got, expected) << "got:      " << describe(got) << "\nexpected: " << describe(expected);
+    EXPECT_EQ(got.back(), lst.back());
+  }
+}
+
+TEST(Linearizer, HandOrderedListsAreTinygradsOrder) {
+  // the kernels whose hand-built list is exactly what the linearizer produces
+  for (const Case& c : kCases) {
+    std::string n = c.name;
+    if (n == "where_var" || n == "consts" || n == "misc" || n == "special") continue;
+    SCOPED_TRACE(c.name);
+    auto [name, lst] = c.build();
+    EXPECT_EQ(linearize(lst.back()), lst);
+  }
+}
+
+TEST(Linearizer, RendersAsTinygrad) {
+  ClangRenderer ren;
+  for (const Case& c : kCases) {
+    if (std::string(c.name) == "special") continue;  // thread ids: clang renders no SPECIAL
+    SCOPED_TRACE(c.name);
+    auto [name, lst] = c.build();
+    std::string got = ren.render(linearize(lst.back()));
+    if (c.lin_c) {
+      EXPECT_EQ(got, c.lin_c);
+      EXPECT_NE(got, ren.render(lst));
+    } else {
+      EXPECT_EQ(got, ren.render(lst));
+    }
+  }
+}
+
+TEST(Linearizer, Ranges) {
+  auto [name, lst] = prog_reduce();
+  // r_4_4: r1 (index 15) is the outer loop, r0 (index 20) the reduce loop inside it; END e0 (29) closes r0
+  const UOp &r1 = lst[15], &r0 = lst[20], &add = lst[21], &e0 = lst[29], &e1 = lst[35];
+  EXPECT_EQ(uop_ranges(r1), L{r1});
+  EXPECT_EQ(uop_ranges(r0), (L{r0, r1}));
+  EXPECT_EQ(uop_ranges(add), (L{r1, r0}));
+  EXPECT_EQ(uop_ranges(e0), L{r1});
+  EXPECT_TRUE(uop_ranges(e1).empty());
+}
+
+TEST(Linearizer, ParamsBySlotAndRangesEarly) {
+  // independent nodes: PARAMs go first in slot order whatever the graph order, a load before the ALU that doesn't need it
+  UOp c0 = cc(0, I32);
+  UOp d2 = param(2, dtypes::float32, 16), d0 = param(0, dtypes::float32, 16), d1 = param(1, dtypes::float32, 16);
+  UOp st = store(idx(d0, c0), load(idx(d2, c0))), st2 = store(idx(d1, c0), cc(1.0, dtypes::float32));
+  UOp k = sink("k", {st, st2});
+  L got = linearize(k);
+  L params;
+  for (const UOp& u : got) if (u.op() == Ops::PARAM) params.push_back(u);
+  EXPECT_EQ(params, (L{d0, d1, d2}));
+  EXPECT_EQ(got.size(), k.toposort().size());
+  EXPECT_EQ(got.back(), k);
+}
+
+TEST(Linearizer, ControlFlowMatchesTinygrad) {
+  for (const CfgCase& c : kCfgCases) {
+    SCOPED_TRACE(c.name);
+    UOp s = graph_rewrite(c.build(), pm_split_ends());
+    s = add_control_flow(s);
+    L lin = linearize(s);
+    EXPECT_EQ(lines(lin), c.expected);
+    EXPECT_EQ(ClangRenderer().render(lin), c.c);
+  }
+}
+
+TEST(Linearizer, SplitEnds) {
+  UOp s = cfg_nested_split();
+  UOp e = s.src(0), r0 = e.src(1), r1 = e.src(2);
+  UOp split = graph_rewrite(s, pm_split_ends()).src(0);
+  // innermost (highest axis) first: END(END(store, r1), r0)
+  ASSERT_EQ(split.op(), Ops::END);
+  EXPECT_EQ(split.src(1), r0);
+  EXPECT_EQ(split.src(0).op(), Ops::END);
+  EXPECT_EQ(split.src(0).src(1), r1);
+  EXPECT_EQ(split.src(0).src(0), e.src(0));
+}
+
+TEST(Linearizer, SiblingLoopsAreChained) {
+  // the CFG edges: each later sibling's RANGE comes after the previous sibling's END
+  UOp s = cfg_siblings();
+  CFGContext ctx(s);
+  ASSERT_EQ(ctx.edges.size(), 2u);
+  UOp e0 = s.src(0), e1 = s.src(1), e2 = s.src(2);
+  EXPECT_EQ(ctx.edges.at(e1.src(1)), e0);
+  EXPECT_EQ(ctx.edges.at(e2.src(1)), e1);
+}
