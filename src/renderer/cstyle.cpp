@@ -161,16 +161,6 @@ std::optional<AddrSpace> addrspace_impl(const UOp& u) {
 }
 }  // namespace
 
-std::string strip_parens(const std::string& s) {
-  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
-  int d = 0;
-  for (size_t i = 1; i + 1 < s.size(); i++) {
-    d += (s[i] == '(') - (s[i] == ')');
-    if (d < 0) return s;
-  }
-  return d == 0 ? s.substr(1, s.size() - 2) : s;
-}
-
 // ***** 2. the string rules *****
 
 const std::string& RenderCtx::operator[](const UOp& u) const {

@@ -132,6 +132,5 @@ std::string render_entry(const std::string& kernel, const std::vector<KernelPara
 std::optional<std::vector<int64_t>> lin_max_shape(const UOp& u);
 int64_t lin_max_numel(const UOp& u);  // 1 for a node without shape
 std::optional<AddrSpace> lin_addrspace(const UOp& u);
-std::string strip_parens(const std::string& s);
 
 }  // namespace tg

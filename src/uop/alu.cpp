@@ -1,4 +1,5 @@
 // Evaluating ops on constants (tinygrad's exec_alu) and a small interpreter for ALU graphs.
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -83,6 +84,28 @@ ConstVal exec_alu(Ops op, DType dtype, std::span<const ConstVal> v, bool truncat
   }
   if (v.size() && !fl && (op == XOR || op == OR || op == AND) && v[0].is_bool() && v[1].is_bool()) r = ConstVal(r.i != 0);
   return truncate_output ? truncate(dtype, r) : r;
+}
+
+// the value as `from`'s bit pattern, read back as `to` (tinygrad's dtype.bitcast)
+ConstVal bitcast_const(ConstVal v, DType from, DType to) {
+  uint64_t bits = 0;
+  if (from.is_float()) {
+    double x = v.as_double();
+    if (from == dtypes::float64) bits = std::bit_cast<uint64_t>(x);
+    else if (from == dtypes::float32) bits = std::bit_cast<uint32_t>(float(x));
+    else if (from == dtypes::float16) bits = std::bit_cast<uint16_t>(_Float16(x));
+    else throw Error("bitcast_const: unsupported dtype " + std::string(from.name()));
+  } else bits = uint64_t(v.is_float() ? int64_t(v.f) : v.i);
+  int nb = from.bitsize();
+  if (nb < 64) bits &= (uint64_t(1) << nb) - 1;
+  if (to.is_float()) {
+    if (to == dtypes::float64) return ConstVal(std::bit_cast<double>(bits));
+    if (to == dtypes::float32) return ConstVal(double(std::bit_cast<float>(uint32_t(bits))));
+    if (to == dtypes::float16) return ConstVal(double(std::bit_cast<_Float16>(uint16_t(bits))));
+    throw Error("bitcast_const: unsupported dtype " + std::string(to.name()));
+  }
+  if (to == dtypes::bool_) return ConstVal(bits != 0);
+  return to.const_(ConstVal(int64_t(bits)));
 }
 
 ConstVal eval_uop(const UOp& root, const std::unordered_map<UOp, ConstVal>& vals) {

@@ -93,16 +93,17 @@ const char* binary_sym(Ops op) {
     default: return nullptr;
   }
 }
-bool balanced(std::string_view s) {
-  int d = 0;
-  for (char c : s) if ((d += (c == '(') - (c == ')')) < 0) return false;
-  return d == 0;
-}
+}  // namespace
+
 std::string strip_parens(const std::string& s) {
-  if (s.size() >= 2 && s.front() == '(' && s.back() == ')' && balanced(std::string_view(s).substr(1, s.size() - 2))) return s.substr(1, s.size() - 2);
-  return s;
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+  int d = 0;
+  for (size_t i = 1; i + 1 < s.size(); i++)
+    if ((d += (s[i] == '(') - (s[i] == ')')) < 0) return s;
+  return d == 0 ? s.substr(1, s.size() - 2) : s;
 }
 
+namespace {
 std::string render_node(const UOp& x, const std::unordered_map<const UOpNode*, std::string>& ctx) {
   auto c = [&](size_t i) -> const std::string& { return ctx.at(x.src(i).get()); };
   switch (x.op()) {

@@ -149,6 +149,19 @@ UOp fold_where_closure(const UOp& cond, const UOp& t, const UOp& f) {
 
 // ***** 1. generic folding *****
 
+// BITCAST of a constant folds when both dtypes have a storage format of the same size (tinygrad's fold_bitcast)
+const PatternMatcher& pm_fold_bitcast() {
+  static const PatternMatcher pm{
+    UPat(Ops::BITCAST, {}, {UPat::cvar("c")}, {}, "root") >> [](M m) {
+      UOp root = m["root"], c = m["c"];
+      DType f = c.dtype(), t = root.dtype();
+      if (!f.fmt() || !t.fmt() || f.itemsize() != t.itemsize()) return UOp();
+      return root.const_like(bitcast_const(f.const_(c.val()), f, t));
+    },
+  };
+  return pm;
+}
+
 const PatternMatcher& symbolic_simple() {
   static const PatternMatcher pm = [] {
     using enum Ops;
@@ -249,7 +262,7 @@ const PatternMatcher& symbolic_simple() {
       V("a").where(V("b").where(V("c"), V("d")), V("d")) >> [](M m) { return (m["a"] & m["b"]).where(m["c"], m["d"]); },
       V("a").where(V("c"), V("b").where(V("c"), V("d"))) >> [](M m) { return (m["a"] | m["b"]).where(m["c"], m["d"]); },
     };
-    return data_invalid + rules + mop_cleanup();
+    return data_invalid + rules + pm_fold_bitcast() + mop_cleanup();
   }();
   return pm;
 }

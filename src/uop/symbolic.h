@@ -9,6 +9,7 @@ const PatternMatcher& symbolic_simple();  // the generic folding rules
 const PatternMatcher& symbolic();         // + commutative order, term collection, lt/where/max folding, div and mod
 const PatternMatcher& sym();              // + simplification under validity conditions and opinionated cleanups
 const PatternMatcher& div_and_mod_symbolic();
+const PatternMatcher& pm_fold_bitcast();  // part of symbolic_simple
 
 // uop simplified with the knowledge that valid (an AND of comparisons) holds
 UOp uop_given_valid(const UOp& valid, const UOp& uop, bool try_simplex = true);

@@ -230,6 +230,7 @@ class UOp {
 int tuplize_compare(const UOp& a, const UOp& b);
 size_t live_uops();  // nodes alive now (for leak tests)
 Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
+std::string strip_parens(const std::string& s);  // "(a+b)" -> "a+b" when the outer parens enclose it all
 
 // binary operators: UOp with UOp or with a C++ number (a weak literal)
 template <class T> concept Scalar = std::is_arithmetic_v<T>;
@@ -264,6 +265,8 @@ inline UOp operator~(const UOp& a) { return a.bitwise_not(); }
 std::optional<DType> dtype_from_uop(Ops op, Srcs src, const Arg& arg);
 // evaluate one ALU op on constants as tinygrad's exec_alu (ints wrap to the dtype's width)
 ConstVal exec_alu(Ops op, DType dtype, std::span<const ConstVal> operands, bool truncate_output = true);
+// the bits of v as a `from` value reinterpreted as `to` (same itemsize; float16/32/64 and ints)
+ConstVal bitcast_const(ConstVal v, DType from, DType to);
 // evaluate a graph of ALU ops given values for its variables/ranges (the interpreter tests check simplification with)
 ConstVal eval_uop(const UOp& u, const std::unordered_map<UOp, ConstVal>& vals);
 

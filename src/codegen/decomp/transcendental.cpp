@@ -258,39 +258,4 @@ PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_trans
   return PatternMatcher(std::move(rules));
 }
 
-ConstVal bitcast_const(ConstVal v, DType from, DType to) {
-  // the value as `from`'s bit pattern, then read back as `to`
-  uint64_t bits = 0;
-  if (from.is_float()) {
-    double x = v.as_double();
-    if (from == float64) bits = std::bit_cast<uint64_t>(x);
-    else if (from == float32) bits = std::bit_cast<uint32_t>(float(x));
-    else if (from == float16) bits = std::bit_cast<uint16_t>(_Float16(x));
-    else throw Error("bitcast_const: unsupported dtype " + std::string(from.name()));
-  } else bits = uint64_t(v.is_float() ? int64_t(v.f) : v.i);
-  int nb = from.bitsize();
-  if (nb < 64) bits &= (uint64_t(1) << nb) - 1;
-  if (to.is_float()) {
-    if (to == float64) return ConstVal(std::bit_cast<double>(bits));
-    if (to == float32) return ConstVal(double(std::bit_cast<float>(uint32_t(bits))));
-    if (to == float16) return ConstVal(double(std::bit_cast<_Float16>(uint16_t(bits))));
-    throw Error("bitcast_const: unsupported dtype " + std::string(to.name()));
-  }
-  if (to == bool_) return ConstVal(bits != 0);
-  return to.const_(ConstVal(int64_t(bits)));
-}
-
-const PatternMatcher& pm_fold_bitcast() {
-  static const PatternMatcher pm{
-      UPat(Ops::BITCAST, {}, {UPat::cvar("c")}, {}, "root") >> [](M m) {
-        UOp root = m["root"], c = m["c"];
-        DType f = c.dtype(), t = root.dtype();
-        if (!f.fmt() || !t.fmt() || f.itemsize() != t.itemsize()) return UOp();
-        if ((f.is_float() && !is_transcendental_dtype(f)) || (t.is_float() && !is_transcendental_dtype(t))) return UOp();
-        return root.const_like(bitcast_const(f.const_(c.val()), f, t));
-      },
-  };
-  return pm;
-}
-
 }  // namespace tg

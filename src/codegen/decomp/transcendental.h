@@ -31,8 +31,6 @@ UOp xpow(const UOp& base, const UOp& exponent);  // built from LOG2/EXP2 nodes (
 // (other float dtypes go through float32), and SQRT becomes xpow(d, 0.5) when SQRT is not supported
 PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental);
 
-// BITCAST of a CONST folded to a CONST (tinygrad's fold_bitcast in symbolic_simple, which src/uop lacks)
-const PatternMatcher& pm_fold_bitcast();
-ConstVal bitcast_const(ConstVal v, DType from, DType to);
+// the decomposed graphs fold their constant BITCASTs with symbolic_simple() (pm_fold_bitcast)
 
 }  // namespace tg
