@@ -347,6 +347,22 @@ std::optional<Shape> compute_shape(const UOp& u) {
       return r;
     }
     case CONST: case GETADDR: case RANGE: case SPECIAL: return Shape{};
+    case BITCAST: {  // a different itemsize rescales the last axis
+      const auto& ps = u.src(0).shape_opt();
+      if (!ps || ps->empty() || u.dtype().itemsize() == u.src(0).dtype().itemsize()) return ps;
+      Shape r = *ps;
+      int64_t in = u.src(0).dtype().itemsize(), out = u.dtype().itemsize();
+      if (r.back() * in % out) throw Error("BITCAST: unsupported size in bitcast");
+      r.back() = r.back() * in / out;
+      return r;
+    }
+    case STAGE: {  // the closed ranges' sizes in front of the staged value's shape
+      Shape r;
+      for (size_t i = 1; i < u.src().size(); i++) r.push_back(u.src(i).vmax().i + 1);
+      Shape b = src_shape(0);
+      r.insert(r.end(), b.begin(), b.end());
+      return r;
+    }
     case BUFFER: return u.src().empty() ? Shape{} : as_shape(u.src(0));
     case PARAM: return as_shape(u.src(0));
     case MSTACK: case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:

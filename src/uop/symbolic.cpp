@@ -502,7 +502,7 @@ UOp simplify_valid(const UOp& valid) {
     if (!ret.empty()) stmt = uop_given_valid(ret[0].uprod(std::span<const UOp>(ret).subspan(1)), stmt);
     ret.push_back(stmt);
   }
-  if (ret == valids) return {};
+  if (ret == sorted) return {};  // tinygrad compares with the sorted list: a reorder alone is no change
   return ret[0].uprod(std::span<const UOp>(ret).subspan(1));
 }
 

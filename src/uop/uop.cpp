@@ -214,6 +214,9 @@ std::vector<const UOpNode*> release_queue;
 
 size_t live_uops() { return table().size(); }
 
+static void (*buffer_release_hook)(const UOpNode*) = nullptr;
+void set_buffer_release_hook(void (*hook)(const UOpNode*)) { buffer_release_hook = hook; }
+
 void release_uop(const UOpNode* n) {
   release_queue.push_back(n);
   if (releasing) return;
@@ -222,6 +225,7 @@ void release_uop(const UOpNode* n) {
     const UOpNode* x = release_queue.back();
     release_queue.pop_back();
     table().erase(x);
+    if (x->op == Ops::BUFFER && buffer_release_hook) buffer_release_hook(x);
     UOpNode* m = const_cast<UOpNode*>(x);
     UOp* srcs = const_cast<UOp*>(m->srcs());
     uint32_t nsrc = m->nsrc;
@@ -297,7 +301,13 @@ namespace {
   for (size_t i = 0; i < src.size(); i++) s += (i ? ", " : "") + std::string(op_name(src.ptr[i].op())) + ":" + std::string(src.ptr[i].dtype().name());
   throw Error(s + "]: " + why);
 }
-bool dtype_ok(const UOp& x, DType want) { return x.dtype() == want || x.dtype().is_weak() || base_is_invalid(x); }
+// Invalid matches any dtype, also seen through movement ops (tinygrad's matches_dtype looks at x.base)
+bool dtype_ok(const UOp& x, DType want) {
+  if (x.dtype() == want || x.dtype().is_weak()) return true;
+  const UOp* b = &x;
+  while (GroupOp::Movement.has(b->op()) || b->op() == Ops::DETACH) b = &b->src(0);
+  return base_is_invalid(*b);
+}
 
 // the structural checks a verifier can do at construction: source counts, arg kinds, operand dtypes
 void verify(Ops op, DType dt, Srcs src, const Arg& arg) {
@@ -420,7 +430,10 @@ UOp UOp::alu(Ops op, Srcs rest) const {
   return make(op, s);
 }
 UOp UOp::cast(DType dt) const { return dtype() == dt ? *this : make(Ops::CAST, dt, {*this}, Arg(dt)); }
-UOp UOp::bitcast(DType dt) const { return make(Ops::BITCAST, dt, {*this}, Arg(dt)); }
+UOp UOp::bitcast(DType dt) const {
+  if (dtype().is_weak() || dt.is_weak()) throw Error("bitcast requires concrete dtypes, got dtypes." + std::string(dtype().name()) + " -> dtypes." + std::string(dt.name()));
+  return dtype() == dt ? *this : make(Ops::BITCAST, dt, {*this}, Arg(dt));
+}
 UOp UOp::const_like(ConstVal v) const { return const_(v, dtype()); }
 
 namespace {

@@ -222,6 +222,49 @@ class UOp {
   std::vector<std::pair<int64_t, int64_t>> marg_pairs() const;  // PAD/SHRINK: (begin, size) per axis
   UOp base() const;  // through movement ops and DETACH
 
+  // ** tensor-level UOp helpers (src/uop/tensor_uop.cpp) **
+  // tinygrad's UOp buffer/device helpers (uop/ops.py) and the UOp side of the mixins; single devices only for now
+  // (a multi-device node throws). Weak dtypes have no storage: new_buffer/param/copy_to_device/element_size refuse them.
+  std::optional<std::string> device() const;  // where the value lives; nullopt for device-free (const) graphs
+  bool is_virtual() const;                    // no device or a weak dtype: nothing can back it as-is
+  std::optional<AddrSpace> addrspace() const;
+  bool has_buffer_identity(bool after_ok = false) const;  // a (RESHAPE/MSELECT ->) BUFFER or PARAM chain
+  UOp buf_uop() const;
+  static UOp new_buffer(const std::string& device, int64_t size, DType dtype);  // slot from a global counter
+  static int64_t next_unique_num();  // tinygrad's UOp.unique_num: the slot new_buffer takes next
+  static UOp param(int64_t slot, DType dtype, std::optional<Shape> shape = std::nullopt, std::optional<std::string> device = std::nullopt,
+                   AddrSpace addrspace = AddrSpace::GLOBAL);
+  UOp param_like(int64_t slot) const;
+  static UOp empty(const Shape& shape, DType dtype = dtypes::default_float, const std::string& device = "");  // "" = default
+  UOp empty_like(std::optional<DType> dtype = std::nullopt, std::optional<std::string> device = std::nullopt) const;
+  UOp contiguous() const;  // ElementwiseMixin.contiguous: no-op on weak, device-free or buffer-backed nodes
+  UOp rop(Ops op, std::vector<int64_t> axes) const;  // _rop: REDUCE of the non-1 axes, permuted to the front
+  UOp copy_to_device(const std::string& device) const;
+  bool is_variable() const;   // a 0-d ALU BUFFER with a value range
+  bool is_bound_var() const;  // AFTER(var, STORE(var, CONST))
+  int64_t element_size() const;
+  int64_t max_numel() const;  // shapes are concrete here, so prod(shape)
+  UOp rtag(const Arg& tag = Arg(ConstVal(true))) const { return replace({.tag = tag}); }
+
+  // ** scheduler-level helpers (src/uop/sched_uop.cpp) **
+  // tinygrad's range bookkeeping (ranges, ended_ranges), gated toposort and the small builders rangeify uses
+  std::vector<UOp> ranges() const;  // the open RANGEs this node sits in, in tinygrad's dict order (cached)
+  std::vector<UOp> ended_ranges() const;   // the sources a STAGE/REDUCE/END/CALL closes (flattened through AFTER)
+  // gate(x) false: x is kept out with its sources; enter_calls false: a CALL/FUNCTION's body (src[0]) is skipped
+  std::vector<UOp> toposort(const std::function<bool(const UOp&)>& gate, bool enter_calls = true) const;
+  std::vector<UOp> backward_slice() const;  // toposort without self
+  // substitute with an extra bottom-up matcher tried first (tinygrad's substitute(extra_pm=...)); walk: one pass
+  UOp substitute(const std::unordered_map<UOp, UOp>& dvars, const class PatternMatcher* extra_pm, bool walk = false) const;
+  UOp f(Ops op, const Arg& arg = {}) const;            // UOp(op, dtype, (self,), arg)
+  UOp bufferize(Srcs rngs, const Arg& opts) const;     // STAGE(self, *rngs)
+  UOp reduce(Srcs rngs, Ops op) const;                 // REDUCE(self, *rngs) with arg (op, 0)
+  UOp const_like_shaped(ConstVal v) const;             // tinygrad's const_like: the CONST expanded to this node's shape
+  int64_t numel() const;
+  UOp unsharded_base() const;
+  // the buffer (untagged) and element offset when reading this value in order reads one contiguous range of it
+  std::optional<std::pair<UOp, int64_t>> contiguous_view() const;
+  std::optional<int64_t> contiguous_view_offset() const;
+
  private:
   const UOpNode* p = nullptr;
 };
@@ -229,6 +272,8 @@ class UOp {
 // -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order
 int tuplize_compare(const UOp& a, const UOp& b);
 size_t live_uops();  // nodes alive now (for leak tests)
+// called with each BUFFER node as it is freed (the engine drops the runtime buffer it owned); must not build UOps
+void set_buffer_release_hook(void (*hook)(const UOpNode*));
 Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
 std::string strip_parens(const std::string& s);  // "(a+b)" -> "a+b" when the outer parens enclose it all
 
@@ -284,6 +329,7 @@ struct UOpNode {
     std::optional<std::optional<Shape>> shape;
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
+    std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp
   };
   mutable std::unique_ptr<Cache> cache;
   const UOp* srcs() const { return reinterpret_cast<const UOp*>(this + 1); }

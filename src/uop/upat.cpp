@@ -281,6 +281,7 @@ struct RewriteContext {
   const PatternMatcher* pm = nullptr;
   const PatternMatcher* bpm = nullptr;
   void* ctx = nullptr;
+  bool enter_calls = false;
   // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
   NodeMap<UOp> replace;
   NodeMap<UOp> bpm_cache;  // empty UOp = no rewrite
@@ -337,6 +338,7 @@ struct RewriteContext {
           }
         }
         stack.push_back({e.n, 1, new_n});
+        if (!enter_calls && is_opaque_call(new_n)) replace[new_n.src(0)] = new_n.src(0);
         for (size_t i = new_n.src().size(); i-- > 0;) {
           const UOp& x = new_n.src(i);
           if (!on_stack.try_emplace(x).second) continue;
@@ -374,6 +376,37 @@ struct RewriteContext {
     return *r;
   }
 
+  // tinygrad's walk_rewrite: each node once, bottom-up results are not descended into, top-down results are final
+  UOp walk_rewrite(const UOp& root) {
+    std::vector<std::pair<UOp, bool>> work{{root, false}};
+    while (!work.empty()) {
+      auto [n, processed] = std::move(work.back());
+      work.pop_back();
+      if (replace.contains(n)) continue;
+      if (!processed) {
+        if (bpm) {
+          if (UOp r = cached_bpm_rewrite(n)) { replace[n] = r; continue; }
+        }
+        work.push_back({n, true});
+        if (!enter_calls && is_opaque_call(n)) replace[n.src(0)] = n.src(0);
+        for (size_t i = n.src().size(); i-- > 0;)
+          if (!replace.contains(n.src(i))) work.push_back({n.src(i), false});
+      } else {
+        tmp.clear();
+        bool changed = false;
+        for (auto& x : n.src()) {
+          UOp* r = replace.find(x);
+          tmp.push_back(r ? *r : x);
+          changed |= tmp.back() != x;
+        }
+        UOp new_n = changed ? rebuild(n, tmp) : n;
+        if (pm) { if (UOp r = pm->rewrite(new_n, ctx)) new_n = r; }
+        replace[n] = new_n;
+      }
+    }
+    return *replace.find(root);
+  }
+
   // rebuild with new sources; the dtype is re-derived only when a source dtype changed
   static UOp rebuild(const UOp& n, const std::vector<UOp>& new_src) {
     DType dt = n.dtype();
@@ -391,12 +424,17 @@ UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
   std::unique_ptr<RewriteContext> rc;
   if (pool.empty()) rc = std::make_unique<RewriteContext>();
   else rc = std::move(pool.back()), pool.pop_back();
-  rc->pm = opts.bottom_up ? nullptr : &pm, rc->bpm = opts.bottom_up ? &pm : opts.bpm, rc->ctx = opts.ctx;
+  rc->pm = opts.bottom_up ? nullptr : &pm, rc->bpm = opts.bottom_up ? &pm : opts.bpm, rc->ctx = opts.ctx, rc->enter_calls = opts.enter_calls;
   struct Return {
     std::unique_ptr<RewriteContext>& rc;
     ~Return() { rc->clear(); pool.push_back(std::move(rc)); }
   } ret{rc};
-  return rc->unified_rewrite(sink);
+  return opts.walk ? rc->walk_rewrite(sink) : rc->unified_rewrite(sink);
+}
+
+bool is_opaque_call(const UOp& u) {
+  static const OpSet bodies{Ops::SINK, Ops::PROGRAM, Ops::LINEAR, Ops::COPY, Ops::CUSTOM_FUNCTION};
+  return u.op() == Ops::FUNCTION || (u.op() == Ops::CALL && u.src().size() && bodies.has(u.src(0).op()));
 }
 
 }  // namespace tg

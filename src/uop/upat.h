@@ -171,7 +171,11 @@ struct RewriteOpts {
   bool bottom_up = false;
   void* ctx = nullptr;
   const PatternMatcher* bpm = nullptr;  // a bottom-up matcher to run alongside a top-down one
+  bool walk = false;         // one pass, results are not rewritten again (tinygrad's walk_rewrite)
+  bool enter_calls = false;  // also rewrite the bodies of FUNCTIONs and CALLs of kernels/linears/copies
 };
+// a CALL/FUNCTION whose src[0] is a body graph_rewrite leaves alone unless enter_calls
+bool is_opaque_call(const UOp& u);
 UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts = {});
 inline UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, void* ctx, bool bottom_up = false) {
   return graph_rewrite(sink, pm, RewriteOpts{bottom_up, ctx});

@@ -1,0 +1,291 @@
+#pragma once
+// tg::Tensor: tinygrad's lazy Tensor. Every op builds the same UOp graph tinygrad's Tensor builds; nothing runs until
+// data is read or realize() is called. A Tensor is a handle: copies share one tensor (as Python names share one object),
+// so assign() and realize() are seen through every copy. Names are tinygrad's, in snake_case.
+//
+//   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+//   Tensor b = (a + 1).relu().sum(1);           // nothing computed yet
+//   std::vector<float> v = b.to_vector<float>();  // schedule, compile, run, read back
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tg/dtype.h"
+#include "tg/error.h"
+
+namespace tg {
+
+struct TensorImpl;
+using Shape = std::vector<int64_t>;
+
+// the dtype of a C++ element type (float -> float32, int32_t -> int32, bool -> bool ...)
+template <class T> constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return dtypes::bool_;
+  else if constexpr (std::is_same_v<T, float>) return dtypes::float32;
+  else if constexpr (std::is_same_v<T, double>) return dtypes::float64;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return sizeof(T) == 1 ? dtypes::int8 : sizeof(T) == 2 ? dtypes::int16 : sizeof(T) == 4 ? dtypes::int32 : dtypes::int64;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T) == 1 ? dtypes::uint8 : sizeof(T) == 2 ? dtypes::uint16 : sizeof(T) == 4 ? dtypes::uint32 : dtypes::uint64;
+  else static_assert(sizeof(T) == 0, "no tinygrad dtype for this C++ type");
+}
+
+// reduce axes: none (all), one int, or several ({0, 2}); negative axes count from the end
+struct Axis {
+  std::optional<std::vector<int64_t>> axes;
+  bool single = false;  // one int given (tinygrad treats `axis=1` and `axis=(1,)` alike except in squeeze)
+  Axis() = default;
+  Axis(std::nullopt_t) {}
+  Axis(int a) : axes(std::vector<int64_t>{a}), single(true) {}
+  Axis(int64_t a) : axes(std::vector<int64_t>{a}), single(true) {}
+  Axis(std::vector<int64_t> a) : axes(std::move(a)) {}
+  Axis(const std::vector<int>& a) : axes(std::vector<int64_t>(a.begin(), a.end())) {}
+  Axis(std::initializer_list<int> a) : axes(std::vector<int64_t>(a.begin(), a.end())) {}
+};
+
+// one index of t[...]: an int (drops the dim), a slice, None (new axis of size 1) or Ellipsis
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+};
+struct NewAxis {};
+struct Ellipsis {};
+using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
+
+class Tensor {
+ public:
+  // ** construction **
+  Tensor();  // tinygrad's Tensor(None): a 0-d weak 0.0
+  // a 0-d tensor from a C++ scalar: a weak literal (weakint/weakfloat; bool is bool) unless a dtype is given. Like
+  // tinygrad, a scalar tensor is a device-free constant: `device` is accepted for symmetry and ignored
+  template <class T> requires std::is_arithmetic_v<T>
+  Tensor(T v, std::optional<DType> dtype = std::nullopt, const std::string& device = "") : Tensor(scalar(to_const(v), dtype, device)) {}
+  explicit Tensor(std::shared_ptr<TensorImpl> impl);
+
+  static Tensor empty(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor zeros(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor ones(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  // device-free, as in tinygrad: they take the device of the tensors they are combined with (and CPU when read alone)
+  static Tensor arange(ConstVal stop, std::optional<DType> dtype = std::nullopt);
+  static Tensor arange(ConstVal start, ConstVal stop, ConstVal step = 1, std::optional<DType> dtype = std::nullopt);
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, std::optional<DType> dtype = std::nullopt);
+  Tensor full_like(ConstVal fill_value, std::optional<DType> dtype = std::nullopt) const;
+  Tensor zeros_like(std::optional<DType> dtype = std::nullopt) const;
+  Tensor ones_like(std::optional<DType> dtype = std::nullopt) const;
+  Tensor empty_like(std::optional<DType> dtype = std::nullopt, const std::string& device = "") const;
+  // random numbers from tinygrad's threefry counter generator (the same graph, the same bits)
+  static void manual_seed(uint64_t seed = 0);
+  static Tensor rand(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor randn(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor randint(const Shape& shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32, const std::string& device = "");
+  static Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, std::optional<DType> dtype = std::nullopt,
+                        const std::string& device = "");
+  Tensor rand_like(std::optional<DType> dtype = std::nullopt) const;
+  Tensor randn_like(std::optional<DType> dtype = std::nullopt) const;
+  // host data, in row-major order: the BUFFER is created on the device and written now
+  template <class T> static Tensor from_vector(const std::vector<T>& data, const Shape& shape, std::optional<DType> dtype = std::nullopt,
+                                               const std::string& device = "") {
+    std::vector<uint8_t> bytes(data.size() * sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) for (size_t i = 0; i < data.size(); i++) bytes[i] = data[i];
+    else if (!data.empty()) std::memcpy(bytes.data(), data.data(), bytes.size());
+    return from_bytes(bytes, dtype_of<T>(), shape, dtype, device);
+  }
+  template <class T> static Tensor from_vector(const std::vector<T>& data) { return from_vector(data, Shape{int64_t(data.size())}); }
+  // raw row-major bytes of src_dtype; a different `dtype` is a cast on the device
+  static Tensor from_bytes(const std::vector<uint8_t>& bytes, DType src_dtype, const Shape& shape, std::optional<DType> dtype = std::nullopt,
+                           const std::string& device = "");
+
+  // ** properties **
+  const Shape& shape() const;
+  DType dtype() const;
+  std::optional<std::string> device() const;  // nullopt for a device-free constant graph
+  int64_t ndim() const { return int64_t(shape().size()); }
+  int64_t numel() const;
+  int64_t element_size() const;
+  bool is_floating_point() const { return dtype().is_float(); }
+  std::string graph() const;  // the UOp graph, printed as tinygrad prints t.uop
+
+  // ** realization and data **
+  // compute now; every live tensor that refers to what was computed now refers to its buffer (buffer-backed and
+  // device-free tensors have nothing to compute)
+  Tensor& realize();
+  static void realize(const std::vector<Tensor>& tensors);  // one schedule for all of them
+  std::vector<uint8_t> data() const;  // raw bytes in dtype() (a weak dtype reads as its strong dtype)
+  // the values as T (cast on the device first when dtype() differs), realizing as needed
+  template <class T> std::vector<T> to_vector() const {
+    std::vector<uint8_t> b = (dtype() == dtype_of<T>() ? *this : cast(dtype_of<T>())).data();
+    std::vector<T> out(b.size() / sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) for (size_t i = 0; i < out.size(); i++) out[i] = b[i] != 0;
+    else if (!b.empty()) std::memcpy(out.data(), b.data(), b.size());
+    return out;
+  }
+  template <class T> T item() const {
+    if (numel() != 1) throw Error("item: the tensor must have one element, got shape " + shape_str());
+    return to_vector<T>()[0];
+  }
+  Tensor contiguous() const;
+  Tensor to(const std::string& device) const;
+  Tensor clone(const std::string& device = "") const;
+  Tensor detach() const;
+  Tensor& assign(const Tensor& x);  // tinygrad's assign: STORE+AFTER into this tensor's buffer
+  template <class T> requires std::is_arithmetic_v<T> Tensor& assign(T v) { return assign(Tensor(v, dtype())); }
+  Tensor& replace(const Tensor& x);
+
+  // ** elementwise (broadcasting, tinygrad's dtype promotion; a C++ number is a weak literal) **
+  Tensor add(const Tensor& x, bool reverse = false) const;
+  Tensor sub(const Tensor& x, bool reverse = false) const;
+  Tensor mul(const Tensor& x, bool reverse = false) const;
+  Tensor div(const Tensor& x, bool reverse = false) const;  // true division: ints become default_float
+  Tensor div(const Tensor& x, const std::string& rounding_mode, bool reverse = false) const;  // "trunc" or "floor"
+  Tensor div(const Tensor& x, const char* rounding_mode, bool reverse = false) const { return div(x, std::string(rounding_mode), reverse); }
+  Tensor idiv(const Tensor& x, bool reverse = false) const;  // Python's //: div(x, "floor")
+  Tensor mod(const Tensor& x, bool reverse = false) const;
+  Tensor pow(const Tensor& x, bool reverse = false) const;
+  template <class T> requires std::is_arithmetic_v<T> Tensor pow(T x) const {
+    if (!least_upper_dtype({dtype(), Tensor(x).dtype()}).is_float() && !(std::is_integral_v<T> && x >= 0))
+      throw Error("pow: base needs to be float, got " + std::string(dtype().name()) + " with exponent " + std::to_string(x));
+    return pow(Tensor(x));
+  }
+  Tensor maximum(const Tensor& x) const;
+  Tensor minimum(const Tensor& x) const;
+  Tensor where(const Tensor& x, const Tensor& y) const;  // self is the condition
+  Tensor lt(const Tensor& x) const;
+  Tensor gt(const Tensor& x) const;
+  Tensor le(const Tensor& x) const;
+  Tensor ge(const Tensor& x) const;
+  Tensor eq(const Tensor& x) const;
+  Tensor ne(const Tensor& x) const;
+  Tensor bitwise_and(const Tensor& x, bool reverse = false) const;
+  Tensor bitwise_or(const Tensor& x, bool reverse = false) const;
+  Tensor bitwise_xor(const Tensor& x, bool reverse = false) const;
+  Tensor lshift(const Tensor& x, bool reverse = false) const;
+  Tensor rshift(const Tensor& x, bool reverse = false) const;
+  Tensor bitwise_not() const;
+  Tensor logical_not() const;
+  Tensor neg() const;
+  Tensor reciprocal() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu() const;  // the tanh approximation, tinygrad's default
+  Tensor silu() const;
+  Tensor square() const;
+  Tensor clamp(std::optional<Tensor> min_ = std::nullopt, std::optional<Tensor> max_ = std::nullopt) const;
+  Tensor cast(DType dtype) const;
+  Tensor bitcast(DType dtype) const;
+  Tensor float_() const { return cast(dtypes::float32); }
+  Tensor half() const { return cast(dtypes::float16); }
+  Tensor int_() const { return cast(dtypes::int32); }
+  Tensor bool_() const { return cast(dtypes::bool_); }
+
+  // ** reduce **
+  Tensor sum(Axis axis = {}, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(Axis axis = {}, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor max(Axis axis = {}, bool keepdim = false) const;
+  Tensor min(Axis axis = {}, bool keepdim = false) const;
+  Tensor mean(Axis axis = {}, bool keepdim = false) const;
+  Tensor var(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor std(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor any(Axis axis = {}, bool keepdim = false) const;
+  Tensor all(Axis axis = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
+  Tensor softmax(int64_t axis = -1, std::optional<DType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t axis = -1, std::optional<DType> dtype = std::nullopt) const;
+  Tensor logsumexp(Axis axis = {}, bool keepdim = false) const;
+  Tensor cumsum(int64_t axis = 0) const;
+
+  // ** movement **
+  Tensor reshape(const Shape& shape) const;  // one -1 is inferred
+  Tensor expand(const Shape& shape) const;   // -1 keeps a dim
+  Tensor permute(const std::vector<int64_t>& order) const;
+  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, ConstVal value = 0.0) const;  // (before, after); negative crops
+  Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& start_end) const;
+  Tensor flip(Axis axis) const;
+  Tensor transpose(int64_t dim0 = 1, int64_t dim1 = 0) const;
+  Tensor T() const { return transpose(); }
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, const Shape& sizes) const;
+  Tensor repeat(const std::vector<int64_t>& repeats) const;
+  Tensor cat(const std::vector<Tensor>& others, int64_t dim = 0) const;
+  Tensor stack(const std::vector<Tensor>& others, int64_t dim = 0) const;
+  // the list forms, also as tg::cat / tg::stack below (these spellings are kept for existing callers)
+  static Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t);
+  static Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t);
+  Tensor shrink_to(const Shape& shape) const;
+  Tensor pad_to(const Shape& shape) const;
+  // t[i], t[{Slice{0, 2}, 1, NewAxis{}, Ellipsis{}}]: basic indexing as Python's (negative indices, steps)
+  Tensor operator[](int64_t i) const;
+  Tensor operator[](const std::vector<Index>& indices) const;
+  Tensor slice(const std::vector<Slice>& slices) const { return (*this)[std::vector<Index>(slices.begin(), slices.end())]; }
+
+  // ** linear algebra **
+  Tensor dot(const Tensor& w, std::optional<DType> dtype = std::nullopt) const;
+  Tensor matmul(const Tensor& x, bool reverse = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor linear(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, std::optional<DType> dtype = std::nullopt) const;
+  Tensor layernorm(Axis axis = -1, double eps = 1e-5) const;
+
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  std::string shape_str() const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+  static Tensor scalar(ConstVal v, std::optional<DType> dtype, const std::string& device);
+  template <class T> static ConstVal to_const(T v) {
+    if constexpr (std::is_same_v<T, bool>) return ConstVal(v);
+    else if constexpr (std::is_floating_point_v<T>) return ConstVal(double(v));
+    else return ConstVal(int64_t(v));
+  }
+};
+
+// operators: a C++ number on either side is a weak literal; == and != build comparisons, as in tinygrad
+// cat/stack of a list (at least one tensor): tinygrad's tensors[0].cat(*tensors[1:], dim=dim)
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);  // true division
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator~(const Tensor& a);
+std::ostream& operator<<(std::ostream& os, const Tensor& t);  // <Tensor CPU (2, 3) float>; never computes anything
+
+}  // namespace tg

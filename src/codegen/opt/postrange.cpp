@@ -1,0 +1,364 @@
+// tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
+// renderers without locals or tensor cores (the CPU): UPCAST, UNROLL, THREAD, NOLOCALS, PADTO.
+#include "codegen/opt/postrange.h"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "codegen/passes.h"
+#include "schedule/rangeify.h"
+#include "util/env.h"
+
+namespace tg {
+
+namespace {
+using enum Ops;
+AxisType atype(const UOp& r) { return AxisType(r.arg().ints().back()); }
+int axis_to_pos(AxisType t) {
+  switch (t) {
+    case AxisType::DEVICE: return -2;
+    case AxisType::WEAK: case AxisType::LOOP: return -1;
+    case AxisType::THREAD: case AxisType::GLOBAL: return 0;
+    case AxisType::WARP: return 1;
+    case AxisType::LOCAL: case AxisType::GROUP_REDUCE: return 2;
+    case AxisType::UPCAST: return 3;
+    case AxisType::REDUCE: return 4;
+    case AxisType::UNROLL: return 5;
+    default: return 6;
+  }
+}
+const char* axis_color(AxisType t) {
+  switch (t) {
+    case AxisType::DEVICE: return "green";
+    case AxisType::GLOBAL: return "blue";
+    case AxisType::THREAD: return "BLUE";
+    case AxisType::LOCAL: return "cyan";
+    case AxisType::WARP: return "CYAN";
+    case AxisType::UPCAST: return "yellow";
+    case AxisType::GROUP_REDUCE: return "RED";
+    case AxisType::REDUCE: return "red";
+    case AxisType::UNROLL: return "magenta";
+    default: return "WHITE";
+  }
+}
+template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(msg); }
+int64_t prod(const std::vector<int64_t>& v) { int64_t n = 1; for (auto x : v) n *= x; return n; }
+int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
+}  // namespace
+
+RendererCaps caps_of(const CStyleLanguage&) {
+  RendererCaps c;
+  c.has_local = false, c.has_threads = getenv_int("THREADS", 1) != 0, c.has_shared = false;
+  c.global_max0 = getenv_int("NUM_CPU_THREADS", std::max<int64_t>(1, std::thread::hardware_concurrency()));
+  return c;
+}
+
+Scheduler::Scheduler(UOp a, RendererCaps r) : ast(std::move(a)), ren(r) {
+  if (const KernelInfo* ki = kernel_info(ast)) dont_use_locals = ki->dont_use_locals, applied_opts = ki->applied_opts;
+  int64_t mx = 0;
+  for (auto& x : rngs()) mx = std::max(mx, x.arg().ints()[0]);
+  opt_range_ = mx + 1;
+}
+
+std::vector<UOp> Scheduler::rngs() const {
+  std::vector<UOp> out;
+  for (auto& u : ast.toposort())
+    if (u != ast && u.op() == RANGE && u.dtype() != dtypes::void_ && ConstVal(int64_t(0)) < u.vmax() && atype(u) != AxisType::DEVICE)
+      out.push_back(u);
+  std::stable_sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) {
+    int pa = axis_to_pos(atype(a)), pb = axis_to_pos(atype(b));
+    if (pa != pb) return pa < pb;
+    const auto &x = a.arg().ints(), &y = b.arg().ints();
+    return std::lexicographical_compare(x.begin(), x.end() - 1, y.begin(), y.end() - 1);
+  });
+  return out;
+}
+std::vector<int64_t> Scheduler::full_shape() const {
+  std::vector<int64_t> out;
+  for (auto& r : rngs()) out.push_back(dim(r.src(0)));
+  return out;
+}
+std::vector<AxisType> Scheduler::axis_types() const {
+  std::vector<AxisType> out;
+  for (auto& r : rngs()) out.push_back(atype(r));
+  return out;
+}
+std::vector<int64_t> Scheduler::axes_of(std::initializer_list<AxisType> types) const {
+  std::vector<int64_t> out;
+  auto at = axis_types();
+  for (size_t i = 0; i < at.size(); i++) if (std::find(types.begin(), types.end(), at[i]) != types.end()) out.push_back(int64_t(i));
+  return out;
+}
+std::vector<UOp> Scheduler::ranges_of(std::initializer_list<AxisType> types) const {
+  std::vector<UOp> out;
+  for (auto& r : rngs()) if (std::find(types.begin(), types.end(), atype(r)) != types.end()) out.push_back(r);
+  return out;
+}
+std::vector<int64_t> Scheduler::upcastable_dims() const {
+  std::vector<int64_t> out, fs = full_shape();
+  for (auto i : axes_of({AxisType::GLOBAL, AxisType::LOCAL, AxisType::WEAK})) if (fs[i] > 1) out.push_back(i);
+  return out;
+}
+std::vector<int64_t> Scheduler::unrollable_dims() const {
+  std::vector<int64_t> out, fs = full_shape();
+  for (auto i : axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE})) if (fs[i] > 1) out.push_back(i);
+  return out;
+}
+std::vector<int64_t> Scheduler::output_shape() const {
+  std::vector<int64_t> out, fs = full_shape();
+  auto at = axis_types();
+  for (size_t i = 0; i < fs.size(); i++)
+    out.push_back(at[i] == AxisType::REDUCE || at[i] == AxisType::UNROLL || at[i] == AxisType::GROUP_REDUCE ? 1 : fs[i]);
+  return out;
+}
+int64_t Scheduler::upcast_size() const {
+  int64_t n = 1;
+  auto fs = full_shape();
+  for (auto a : axes_of({AxisType::UPCAST, AxisType::UNROLL})) n *= fs[a];
+  return n;
+}
+std::vector<UOp> Scheduler::bufs() const {
+  std::vector<UOp> out;
+  for (auto& x : ast.toposort()) if (x.op() == INDEX) out.push_back(x);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+std::vector<UOp> Scheduler::reduceops() const {
+  std::vector<UOp> out;
+  for (auto& x : ast.toposort()) if (x != ast && x.op() == REDUCE) out.push_back(x);
+  return out;
+}
+
+std::vector<UOp> Scheduler::output_rngs() const {
+  std::vector<UOp> out;
+  for (auto& s : ast.src()) {
+    if (s.op() != END) continue;
+    std::vector<UOp> ends(s.src().begin() + 1, s.src().end());
+    for (auto& r : UOp::sink(ends).ranges()) if (atype(r) != AxisType::REDUCE) out.push_back(r);
+  }
+  return out;
+}
+std::vector<UOp> Scheduler::globalizable_rngs() const {
+  std::vector<UOp> ret;
+  for (auto& r : output_rngs()) if (atype(r) == AxisType::WEAK) ret.push_back(r);
+  for (auto& x : ast.toposort())
+    if (x.op() == STAGE) {
+      auto xr = x.ranges();
+      std::erase_if(ret, [&](const UOp& r) { return !has(xr, r); });
+    }
+  return ret;
+}
+std::vector<std::string> Scheduler::colors() const {
+  std::vector<UOp> out = output_rngs(), glob = globalizable_rngs(), rs = rngs();
+  std::vector<std::string> ret;
+  for (auto& r : rs) {
+    AxisType x = atype(r);
+    if (dont_use_locals && x == AxisType::GLOBAL) ret.push_back("BLUE");
+    else if (!has(out, r) && x == AxisType::WEAK) ret.push_back("BLACK");
+    else if (!has(glob, r) && x == AxisType::WEAK) ret.push_back("white");
+    else ret.push_back(axis_color(x));
+  }
+  return ret;
+}
+
+std::pair<UOp, UOp> Scheduler::shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top) {
+  UOp old_sz = rng.src(0).divides(amount);
+  if (!old_sz) throw KernelOptError(std::to_string(amount) + " can't divide " + rng.src(0).render());
+  UOp new_rng = UOp::range(amount, opt_range_++, new_type, rng.dtype());
+  UOp replaced = rng.replace({.src = std::vector{old_sz}});
+  UOp sub = top ? new_rng * old_sz + replaced : replaced * amount + new_rng;
+  ast = ast.substitute({{rng, sub}});
+  return {replaced, new_rng};
+}
+
+int64_t Scheduler::real_axis(OptOps op, std::optional<int64_t> axis) const {
+  if (!axis || op == OptOps::TC) return -1;
+  auto pick = [&](const std::vector<int64_t>& v) { check(*axis >= 0 && *axis < int64_t(v.size()), "invalid axis"); return v[*axis]; };
+  if (op == OptOps::UNROLL) return pick(unrollable_dims());
+  if (op == OptOps::GROUP || op == OptOps::GROUPTOP) return pick(axes_of({AxisType::REDUCE}));
+  check(*axis < int64_t(rngs().size()), "invalid axis on " + std::to_string(*axis));
+  return *axis;
+}
+
+std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool append_opt) {
+  if (opt.op == OptOps::NOLOCALS) {
+    for (auto t : axis_types()) check(t != AxisType::WARP && t != AxisType::LOCAL && t != AxisType::GROUP_REDUCE, "no locals can't have locals");
+    if (append_opt) applied_opts.push_back(opt);
+    dont_use_locals = true;
+    return std::nullopt;
+  }
+  if (opt.op == OptOps::LOCAL || opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) check(ren.has_local, "locals needed for opt");
+  int64_t ra = real_axis(opt.op, opt.axis);
+  UOp rng = ra >= 0 ? rngs()[ra] : UOp::make(NOOP, dtypes::void_, {});
+  std::optional<std::pair<UOp, UOp>> ret;
+  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD) {
+    int64_t amt = opt.arg.is<int64_t>() && opt.arg.i() != 0 ? opt.arg.i() : opt.arg.is<ConstVal>() && opt.arg.cval().as_int() != 0
+                  ? opt.arg.cval().as_int() : rng.vmax().as_int() + 1;
+    AxisType t = atype(rng);
+    if (opt.op == OptOps::UNROLL) {
+      check(amt <= 32, "don't unroll more than 32");
+      check(t == AxisType::GROUP_REDUCE || t == AxisType::REDUCE, "unroll is for GROUP_REDUCE/REDUCE");
+    }
+    if (opt.op == OptOps::UPCAST) {
+      check(amt <= 16, "don't upcast more than 16");
+      check(t == AxisType::GLOBAL || t == AxisType::LOCAL || t == AxisType::WEAK, "upcast is for GLOBAL/LOCAL/LOOP");
+    }
+    if (opt.op == OptOps::THREAD) {
+      check(ren.has_threads, "target does not support threads");
+      check(amt <= ren.global_max0, "too many threads");
+      for (auto x : axis_types()) check(x != AxisType::THREAD, "already threaded");
+      check(has(globalizable_rngs(), rng), "can't apply range to this dim");
+    }
+    AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL : AxisType::THREAD;
+    ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD);
+  } else if (opt.op == OptOps::PADTO) {
+    check(rng.src(0).op() == CONST, "only pad const axes");
+    check(atype(rng) != AxisType::UPCAST && atype(rng) != AxisType::UNROLL, "cannot pad upcasted");
+    check(atype(rng) != AxisType::THREAD, "cannot pad thread");
+    int64_t n = rng.vmax().as_int() + 1, a = opt.arg.i(), new_sz = (n + a - 1) / a * a;
+    check(n > new_sz / 4, "pad adds more than quadruple the work");
+    UOp replaced = UOp::make(RANGE, rng.dtype(), {UOp::const_(new_sz, rng.dtype())}, rng.arg());
+    std::unordered_map<UOp, UOp> replaces{{rng, replaced}};
+    UOp valid = replaced < n;
+    std::vector<UOp> store_targets;
+    for (auto& s : ast.toposort()) if (s.op() == STORE) store_targets.push_back(s.src(0));
+    for (auto& b : bufs()) {
+      if (!b.src(1).get_idx().in_backward_slice_with_self(rng)) continue;
+      UOp nb = b.replace({.src = std::vector{b.src(0), b.src(1).get_idx().valid(valid & b.src(1).get_valid())}});
+      replaces[b] = has(store_targets, b) ? nb : valid.where(nb, UOp::make(CONST, b.dtype(), {}, Arg(ConstVal::invalid())));
+    }
+    ast = ast.substitute(replaces);
+  } else {
+    throw KernelOptError("unsupported opt " + std::string(opt_ops_name(opt.op)) + " on this renderer");
+  }
+  if (append_opt) applied_opts.push_back(opt);
+  return ret;
+}
+
+UOp Scheduler::get_optimized_ast(std::optional<std::string> name_override) {
+  std::string name;
+  if (name_override) name = *name_override;
+  else {
+    name = reduceops().empty() ? "E" : "r";
+    auto rs = rngs();
+    auto cs = colors();
+    for (size_t i = 0; i < rs.size(); i++) name += colored("_", "BLACK") + colored(rs[i].src(0).render(), cs[i]);
+  }
+  ast = graph_rewrite(ast, pm_flatten_range());
+  KernelInfo ki;
+  ki.name = name, ki.applied_opts = applied_opts, ki.dont_use_locals = dont_use_locals;
+  return ast.replace({.arg = make_arg(std::move(ki)), .tag = Arg(int64_t(1))});
+}
+
+// ***** heuristic.py (the parts a renderer without locals or tensor cores uses) *****
+
+Scheduler hand_coded_optimizations(const Scheduler& k0) {
+  Scheduler k = k0;
+  // upcast small masked axes (from Tensor.stack, pads)
+  std::set<const UOpNode*> where_gate_rngs;
+  for (auto& u : k.ast.toposort()) if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
+  std::vector<int64_t> to_upcast;
+  {
+    auto fs = k.full_shape();
+    auto rs = k.rngs();
+    for (auto axis : k.upcastable_dims()) {
+      int64_t p = 1;
+      for (auto j : to_upcast) p *= fs[j];
+      if (fs[axis] <= 7 && where_gate_rngs.count(rs[axis].get()) && p * fs[axis] <= 49) to_upcast.push_back(axis);
+    }
+  }
+  for (auto it = to_upcast.rbegin(); it != to_upcast.rend(); ++it) k.apply_opt(Opt{OptOps::UPCAST, *it, Arg(int64_t(0))});
+
+  // more upcasts of non reduce axes
+  std::set<int64_t> upcasted_axis;
+  while (true) {
+    auto fs = k.full_shape();
+    int64_t p = 1;
+    for (auto i : k.upcastable_dims()) p *= k.output_shape()[i];
+    if (!(p >= 1024 && k.upcast_size() < 32)) break;
+    std::vector<std::array<int64_t, 4>> xb;
+    auto rs = k.rngs();
+    auto bufs = k.bufs();
+    auto ups = k.ranges_of({AxisType::UPCAST, AxisType::UNROLL});
+    for (auto axis : k.upcastable_dims())
+      for (int64_t amt : {3, 4}) {
+        if (upcasted_axis.count(axis) || fs[axis] % amt != 0) continue;
+        const UOp& rng = rs[axis];
+        bool any = false;
+        for (auto& b : bufs) {
+          UOp idx = b.src(1).get_idx();
+          bool all_up = std::all_of(ups.begin(), ups.end(), [&](const UOp& r2) { return idx.in_backward_slice_with_self(r2) && idx != r2; });
+          if (!(idx.in_backward_slice_with_self(rng) && idx != rng) && all_up) any = true;
+        }
+        if (!any) continue;
+        int64_t num = 0, sum = 0;
+        for (auto& b : bufs) {
+          UOp idx = b.src(1).get_idx();
+          if (idx.in_backward_slice_with_self(rng) && idx != rng) num++;
+          for (auto& c : idx.split_uop(ADD)) {
+            if (c == rng) sum++;
+            if (c.op() == MUL && c.src(0) == rng && c.src(1).op() == CONST) sum += c.src(1).val().as_int();
+            if (c.op() == MUL && c.src(1) == rng && c.src(0).op() == CONST) sum += c.src(0).val().as_int();
+          }
+        }
+        xb.push_back({num, sum, axis, amt});
+      }
+    if (xb.empty()) break;
+    std::sort(xb.begin(), xb.end());
+    k.apply_opt(Opt{OptOps::UPCAST, xb[0][2], Arg(xb[0][3])});
+    upcasted_axis.insert(xb[0][2]);
+  }
+
+  // unroll a small last reduce dim
+  try {
+    auto ud = k.unrollable_dims();
+    if (!ud.empty() && (k.upcast_size() <= 4 || k.axes_of({AxisType::UNROLL}).empty()) && k.upcast_size() < 64) {
+      int64_t s = k.full_shape()[ud.back()];
+      if (s <= 32) {
+        k.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(int64_t(0))});
+        ud = k.unrollable_dims();
+        if (!ud.empty() && s <= 3 && k.full_shape()[ud.back()] <= 3) k.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(int64_t(0))});
+      } else if (k.full_shape()[ud.back()] % 4 == 0) {
+        k.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(int64_t(4))});
+      }
+    }
+  } catch (const KernelOptError&) {}
+
+  // an easy upcast when nothing is upcasted
+  if (!k.upcasted() && !k.upcastable_dims().empty() && k.full_shape()[k.upcastable_dims().back()] % 4 == 0)
+    k.apply_opt(Opt{OptOps::UPCAST, k.upcastable_dims().back(), Arg(int64_t(4))});
+
+  // threading
+  if (k.ren.has_threads) {
+    for (int64_t threads : {32, 16, 12, 8, 6, 5, 4, 3, 2}) {
+      if (threads > k.ren.global_max0 || prod(k.full_shape()) / (128 << 10) < threads) continue;
+      auto fs = k.full_shape();
+      for (auto axis : k.axes_of({AxisType::WEAK})) {
+        if (fs[axis] % threads == 0) {
+          try { k.apply_opt(Opt{OptOps::THREAD, axis, Arg(threads)}); } catch (const KernelOptError&) {}
+          break;
+        }
+      }
+      if (!k.applied_opts.empty() && k.applied_opts.back().op == OptOps::THREAD) break;
+    }
+  }
+  return k;
+}
+
+UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
+  if (!ast.tag().none()) return ast;
+  Scheduler k(ast, caps_of(ren));
+  const KernelInfo* ki = kernel_info(ast);
+  if (ki && ki->opts_to_apply) {
+    for (auto& o : *ki->opts_to_apply) k.apply_opt(o);
+  } else if (!getenv_int("NOOPT", 0) && (!ki || ki->applied_opts.empty())) {
+    bool staged = false;
+    for (auto& u : ast.toposort()) staged |= u.op() == STAGE;
+    if (!staged) k = hand_coded_optimizations(k);
+  }
+  return k.get_optimized_ast(ki && ki->name != "test" ? std::optional(ki->name) : std::nullopt);
+}
+
+}  // namespace tg

@@ -1,0 +1,61 @@
+#pragma once
+// tinygrad's codegen/opt/postrange.py (the Scheduler: optimizations as range substitutions on the kernel AST, and
+// apply_opts) and opt/heuristic.py (hand_coded_optimizations).
+//
+//   Scheduler k(ast, ren);
+//   k.apply_opt(Opt{OptOps::UPCAST, 0, Arg(4)});   // throws KernelOptError when the opt does not apply
+//   UOp optimized = k.get_optimized_ast();
+#include "renderer/cstyle.h"
+#include "uop/args.h"
+
+namespace tg {
+
+struct KernelOptError : Error {
+  using Error::Error;
+};
+
+struct RendererCaps {  // what tinygrad's Renderer says about the target, for opts and gpudims
+  bool has_local = false, has_threads = true, has_shared = false;
+  int64_t global_max0 = 1;  // threads (CPU) or the first global dim's limit
+  int64_t shared_max = 32768;
+};
+RendererCaps caps_of(const CStyleLanguage& ren);  // ClangRenderer: threads up to NUM_CPU_THREADS (default: the core count)
+
+class Scheduler {
+ public:
+  Scheduler(UOp ast, RendererCaps ren);
+  UOp ast;
+  RendererCaps ren;
+  bool dont_use_locals = false;
+  std::vector<Opt> applied_opts;
+
+  std::vector<UOp> rngs() const;  // the opt axes, ordered by axis type then axis id
+  std::vector<int64_t> full_shape() const;
+  std::vector<AxisType> axis_types() const;
+  std::vector<int64_t> axes_of(std::initializer_list<AxisType> types) const;
+  std::vector<UOp> ranges_of(std::initializer_list<AxisType> types) const;
+  std::vector<int64_t> upcastable_dims() const;
+  std::vector<int64_t> unrollable_dims() const;
+  std::vector<int64_t> output_shape() const;
+  int64_t upcast_size() const;
+  int64_t upcasted() const { return int64_t(axes_of({AxisType::UPCAST, AxisType::UNROLL}).size()); }
+  std::vector<UOp> bufs() const;  // INDEX nodes, last first
+  std::vector<UOp> reduceops() const;
+
+  std::pair<UOp, UOp> shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top = false);
+  std::optional<std::pair<UOp, UOp>> apply_opt(const Opt& opt, bool append_opt = true);
+  UOp get_optimized_ast(std::optional<std::string> name_override = std::nullopt);
+
+ private:
+  int64_t opt_range_ = 0;
+  int64_t real_axis(OptOps op, std::optional<int64_t> axis) const;
+  std::vector<UOp> output_rngs() const;
+  std::vector<UOp> globalizable_rngs() const;
+  std::vector<std::string> colors() const;
+};
+
+Scheduler hand_coded_optimizations(const Scheduler& k);
+// the pass: opts_to_apply, else (unless NOOPT or opts were applied) the hand-coded heuristics; names the kernel
+UOp apply_opts(const UOp& ast, const CStyleLanguage& ren);
+
+}  // namespace tg

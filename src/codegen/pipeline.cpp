@@ -1,0 +1,242 @@
+// tinygrad's codegen/__init__.py: the pass list of full_rewrite_to_sink, and to_program (linearize, render, estimates).
+#include "codegen/pipeline.h"
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <typeinfo>
+#include <unordered_set>
+
+#include "codegen/decomp/transcendental.h"
+#include "codegen/linearizer.h"
+#include "codegen/opt/postrange.h"
+#include "codegen/passes.h"
+#include "schedule/rangeify.h"
+#include "uop/movement.h"
+#include "uop/symbolic.h"
+#include "uop/weak.h"
+#include "util/env.h"
+
+namespace tg {
+
+namespace {
+UOp rewrite(const UOp& s, const PatternMatcher& pm, void* ctx = nullptr, bool bottom_up = false, bool walk = false) {
+  RewriteOpts o;
+  o.ctx = ctx, o.bottom_up = bottom_up, o.walk = walk;
+  return graph_rewrite(s, pm, o);
+}
+OpSet supported_ops(const CStyleLanguage& ren) {
+  OpSet s;
+  for (auto& [op, _] : ren.code_for_op) s.add(op);
+  return s;
+}
+
+struct DecompMatchers { PatternMatcher early, late, final; };
+const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental) {
+  static std::mutex mu;
+  static std::map<std::tuple<uint64_t, uint64_t, bool, bool>, std::unique_ptr<DecompMatchers>> cache;
+  std::lock_guard<std::mutex> l(mu);
+  auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental}];
+  if (!e) {
+    PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops);
+    PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv) + get_transcendental_patterns(ops, force_transcendental);
+    PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + clang_extra_matcher() + pm_split_ends() + pm_remove_invalid();
+    e = std::make_unique<DecompMatchers>(DecompMatchers{early, late, final});
+  }
+  return *e;
+}
+}  // namespace
+
+UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimize) {
+  if (debug_level() >= 5) std::printf("%s\n", ast.str().c_str());
+  // symbolic_simple/symbolic/sym with the rules of tinygrad's that ours lack (gated LOAD/STORE folding, sym's extras)
+  static const PatternMatcher simple = symbolic_simple() + pm_fold_invalid_access();
+  static const PatternMatcher symb = symbolic() + pm_fold_invalid_access();
+  static const PatternMatcher sym_all = sym() + pm_fold_invalid_access() + sym_extra();
+  // the passes' matchers that do not depend on the renderer, built once
+  static const PatternMatcher split_ranges = pm_split_ranges() + pm_flatten_range(), initial_sym = sym_all + pm_flatten_range(),
+                              simplify_ranges = pm_flatten_range() + pm_simplify_ranges(),
+                              postopt_sym = sym_all + pm_move_where_on_load() + pm_flatten_range() + pm_reduce_unparented(),
+                              remove_reduces = mop_cleanup() + pm_reduce_local(),
+                              add_loads = simple + pm_expand_broadcast() + pm_add_loads(), devectorize = simple + devectorizer2() + indexing_simplify(),
+                              add_images = simple + ew_devectorizer() + pm_simplify_add_image(), extra_sym = sym_all + indexing_simplify(),
+                              lower_index = simple + pm_lower_index_dtype() + indexing_simplify();
+  void* rctx = const_cast<CStyleLanguage*>(&ren);
+  std::unordered_map<UOp, UOp> range_ctx;
+
+  // preprocess (multi_pm is for in-kernel shards: not ported)
+  UOp sink = rewrite(ast, pm_mops(), nullptr, true);
+
+  if (optimize) {
+    sink = rewrite(sink, pm_load_collapse());
+    sink = rewrite(sink, split_ranges, &range_ctx);
+    sink = rewrite(sink, initial_sym);
+    sink = rewrite(sink, simplify_ranges, &range_ctx);
+    sink = apply_opts(sink, ren);
+  }
+
+  // ** expander **
+  sink = rewrite(sink, postopt_sym);
+  auto range_map = build_range_map(sink);
+  sink = rewrite(sink, expander2(), &range_map);
+  ReduceContext rc;
+  sink = rewrite(sink, remove_reduces, &rc);
+  int64_t local_slot = 0;
+  sink = rewrite(sink, pm_add_local_buffers(), &local_slot);
+  sink = rewrite(sink, pm_add_gpudims(), rctx);
+
+  // ** lower to code **
+  sink = rewrite(sink, add_loads);
+  sink = rewrite(sink, devectorize, rctx);
+  sink = rewrite(sink, sym_all);
+  sink = memory_coalescing(sink, ren);
+  sink = rewrite(sink, add_images, nullptr, true);
+  sink = rewrite(sink, extra_sym);
+  std::unordered_map<UOp, UOp> lctx;
+  sink = rewrite(sink, lower_index, &lctx);
+  sink = rewrite(sink, symb);
+  sink = rewrite(sink, pm_cast_float_alu());
+
+  // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
+  const DecompMatchers& d = decomp_matchers(supported_ops(ren), getenv_int("DISABLE_FAST_IDIV", 1) != 0, getenv_int("TRANSCENDENTAL", 1) >= 2);
+  sink = rewrite(sink, d.early);
+  // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
+  sink = rewrite(sink, pm_commit_weak());
+  sink = rewrite(sink, d.late, rctx);
+  sink = rewrite(sink, pm_move_gates_from_index());
+  sink = rewrite(sink, d.final, rctx);
+  sink = rewrite(sink, pm_casted_consts(), nullptr, false, true);
+  // pm_implicit_barriers: only LOCAL memory needs barriers, the CPU has none
+  sink = add_control_flow(sink);
+  int64_t nparams = 0;
+  for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;
+  return rewrite(sink, pm_number_params(), &nparams, false, true);
+}
+
+std::vector<UOp> linearize_program(const UOp& sink) {
+  std::vector<UOp> out;
+  std::unordered_map<UOp, UOp> replaced;
+  for (auto& u : linearize(sink)) {
+    std::vector<UOp> src;
+    for (auto& s : u.src()) { auto it = replaced.find(s); src.push_back(it == replaced.end() ? s : it->second); }
+    UOp nu = u.src().empty() ? u : u.replace({.src = src});
+    if (nu.op() == Ops::IF || nu.op() == Ops::ENDIF) throw Error("linearize: IF/ENDIF are not allowed in the graph");
+    const UOp* idx = nu.op() == Ops::STORE && nu.src().size() == 3 && nu.src(2).dtype() == dtypes::bool_ ? &nu.src(0) : nullptr;
+    if (idx && (idx->op() == Ops::INDEX || idx->op() == Ops::SHRINK ||
+                (idx->op() == Ops::CAST && (idx->src(0).op() == Ops::INDEX || idx->src(0).op() == Ops::SHRINK)))) {
+      UOp st = nu.replace({.src = std::vector{nu.src(0), nu.src(1)}});
+      UOp mif = UOp::make(Ops::IF, dtypes::void_, {nu.src(2), nu.src(0)});
+      out.insert(out.end(), {mif, st, UOp::make(Ops::ENDIF, dtypes::void_, {mif})});
+      replaced[u] = st;
+    } else {
+      out.push_back(nu);
+      replaced[u] = nu;
+    }
+  }
+  return out;
+}
+
+Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing) {
+  auto dim = [](const UOp& x) -> int64_t {
+    const UOp& c = x.op() == Ops::CAST ? x.src(0) : x;
+    return c.op() == Ops::CONST ? c.val().as_int() : x.vmax().as_int();
+  };
+  std::unordered_set<const UOpNode*> excluded;
+  if (ignore_indexing)
+    for (auto& u : uops)
+      if (u.op() == Ops::INDEX || u.op() == Ops::SHRINK) {
+        std::vector<UOp> idx(u.src().begin() + 1, u.src().end());
+        for (auto& x : UOp::sink(idx).toposort([](const UOp& x) { return x.op() != Ops::END; })) excluded.insert(x.get());
+      }
+  int64_t flops = 0, lds = 0, mults = 1;
+  std::vector<int64_t> mult_stack;
+  std::vector<std::pair<std::pair<const UOpNode*, Ops>, int64_t>> mem;
+  for (auto& u : uops) {
+    if (u.op() == Ops::LOAD || u.op() == Ops::STORE) {
+      UOp buf = u;
+      while (!buf.src().empty() && buf.op() != Ops::PARAM) buf = buf.src(0);
+      if (buf.op() == Ops::PARAM) {
+        auto key = std::make_pair(buf.get(), u.op());
+        auto it = std::find_if(mem.begin(), mem.end(), [&](auto& e) { return e.first == key; });
+        if (it == mem.end()) { mem.push_back({key, 0}); it = mem.end() - 1; }
+        int64_t acc = it->second + lin_max_numel(u.src(0)) * u.src(0).dtype().itemsize() * mults;
+        it->second = std::min(acc, lin_max_numel(buf) * buf.dtype().itemsize());
+      }
+    }
+    if (u.op() == Ops::RANGE) {
+      mult_stack.push_back(mults);
+      if (u.dtype() != dtypes::void_) mults *= dim(u.src(0));
+    } else if (u.op() == Ops::END) {
+      mults = mult_stack.back();
+      mult_stack.pop_back();
+    } else if (u.op() == Ops::SPECIAL) {
+      mults *= dim(u.src(0));
+    } else if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU && u.arg().param().name == "core_id") {
+      mults *= u.vmax().as_int() + 1;
+    } else if (u.op() == Ops::LOAD && lin_addrspace(u.src(0)) != AddrSpace::REG) {
+      lds += lin_max_numel(u) * u.dtype().itemsize() * mults;
+    } else if (u.op() == Ops::STORE && lin_addrspace(u.src(0)) != AddrSpace::REG) {
+      lds += lin_max_numel(u) * u.src(1).dtype().itemsize() * mults;
+    } else if (GroupOp::ALU.has(u.op()) && !excluded.count(u.get())) {
+      flops += mults * (u.op() == Ops::MULACC ? 2 : 1) * lin_max_numel(u);
+    }
+  }
+  Estimates e;
+  e.ops = flops, e.lds = lds;
+  for (auto& [_, v] : mem) e.mem += v;
+  return e;
+}
+
+std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const ProgramSpec>> cache;
+  if (ast.op() != Ops::SINK || !kernel_info(ast)) throw Error("to_program needs a SINK with a KernelInfo arg, got " + std::string(op_name(ast.op())));
+  const auto& k = ast.key();
+  std::string key(k.begin(), k.end());
+  for (const char* v : {"NOOPT", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV"}) key += "|" + getenv_str(v, "");
+  key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&typeid(ren)));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
+  auto prg = std::make_shared<ProgramSpec>();
+  const KernelInfo* ki = kernel_info(sink);
+  prg->name = ki ? ki->function_name() : "test";
+  if (ki) for (auto& o : ki->applied_opts) prg->applied_opts.push_back(o.str());
+  std::vector<std::pair<int64_t, std::string>> vars;
+  for (auto& u : sink.toposort()) {
+    if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU) {
+      const ParamArg& pa = u.arg().param();
+      std::string nm = pa.name.value_or("");
+      if (std::find_if(vars.begin(), vars.end(), [&](auto& v) { return v.first == pa.slot; }) == vars.end()) vars.push_back({pa.slot, nm});
+      if (nm == "core_id") prg->global[0] = u.vmax().as_int() + 1;
+    }
+    if (u.op() == Ops::STORE || u.op() == Ops::LOAD) {
+      UOp idx = u.src(0).op() == Ops::CAST ? u.src(0).src(0) : u.src(0);
+      if (idx.op() == Ops::INDEX || idx.op() == Ops::SHRINK) {
+        UOp buf = idx.src(0);
+        while ((buf.op() == Ops::AFTER || GroupOp::Movement.has(buf.op())) && !buf.src().empty()) buf = buf.src(0);
+        if (buf.op() == Ops::PARAM) {
+          auto& v = u.op() == Ops::STORE ? prg->outs : prg->ins;
+          if (std::find(v.begin(), v.end(), int(buf.arg().param().slot)) == v.end()) v.push_back(int(buf.arg().param().slot));
+        }
+      }
+    }
+    if (u.op() == Ops::SPECIAL) throw Error("to_program: SPECIAL (GPU dims) on the CPU renderer");
+  }
+  std::sort(prg->outs.begin(), prg->outs.end());
+  std::sort(prg->ins.begin(), prg->ins.end());
+  std::sort(vars.begin(), vars.end());
+  for (auto& [_, n] : vars) prg->vars.push_back(n);
+  std::vector<UOp> lst = linearize_program(sink);
+  Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
+  prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds);
+  prg->kernel = ren.render_kernel(lst, prg->name, EntryStyle::Runtime);
+  if (debug_level() >= 4) std::printf("%s\n", prg->kernel.src.c_str());
+  std::lock_guard<std::mutex> l(mu);
+  return cache.emplace(key, std::move(prg)).first->second;
+}
+
+}  // namespace tg

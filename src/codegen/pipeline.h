@@ -1,0 +1,40 @@
+#pragma once
+// tinygrad's codegen/__init__.py: a kernel AST (SINK with KernelInfo) to a rendered program.
+//
+//   UOp sink = full_rewrite_to_sink(ast, ClangRenderer());   // the pass list (opts, expander, devectorize, decomps ...)
+//   auto prg = to_program(ast, ren);                          // linearize, render (EntryStyle::Runtime), estimates; memoized
+//   // compile_cached(dev, prg->kernel.src); dev.load(prg->kernel.entry_name, bin); launch with prg->global[0] threads
+//
+// Env: NOOPT=1 skips the hand-coded opts; DEBUG>=5 prints the AST, DEBUG>=4 the source (printed here, once per program).
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "renderer/cstyle.h"
+#include "uop/args.h"
+
+namespace tg {
+
+UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimize = true);
+
+struct ProgramSpec {
+  std::string name;  // the C function name (KernelInfo.function_name)
+  RenderedKernel kernel;
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+  std::vector<int> outs, ins;       // PARAM slots stored to / loaded from
+  std::vector<std::string> vars;    // ALU PARAMs (variables, core_id) by slot
+  double ops = 0, mem = 0;          // tinygrad's Estimates (ops, mem)
+  double lds = 0;
+  std::vector<std::string> applied_opts;
+};
+
+// memoized by the ast's key and the env config that changes programs (NOOPT, THREADS, NUM_CPU_THREADS, TRANSCENDENTAL,
+// DISABLE_FAST_IDIV). The cache is locked, but like all UOp graph work this runs on one thread at a time
+std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren);
+
+// the linearized program tinygrad renders: linearize(sink), then gated STOREs become IF/STORE/ENDIF
+std::vector<UOp> linearize_program(const UOp& sink);
+Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing = true);
+
+}  // namespace tg

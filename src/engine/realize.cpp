@@ -1,0 +1,170 @@
+// run_linear (tinygrad's engine/realize.py): each CALL of a kernel is lowered once per (device, AST) to a loaded
+// Program and launched on the Buffers its arguments name; COPY calls move bytes between devices.
+#include "engine/realize.h"
+
+#include <chrono>
+#include <cstdio>
+#include <unordered_map>
+
+#include "codegen/pipeline.h"
+#include "engine/program_cache.h"
+#include "renderer/cstyle.h"
+#include "uop/args.h"
+#include "util/env.h"
+
+namespace tg {
+
+namespace {
+
+struct Registry {
+  std::unordered_map<const UOpNode*, std::shared_ptr<Buffer>> buffers;
+  Registry() { set_buffer_release_hook([](const UOpNode* n) { registry().buffers.erase(n); }); }
+  static Registry& registry();
+};
+Registry& Registry::registry() {
+  static Registry* r = new Registry;  // never destroyed: BUFFER nodes may still die during static destruction
+  return *r;
+}
+
+std::shared_ptr<Buffer> base_buffer(const UOp& b) {
+  auto& bufs = Registry::registry().buffers;
+  auto [it, added] = bufs.try_emplace(b.get());
+  if (added) {
+    try {
+      const ParamArg& pa = b.arg().param();
+      it->second = std::make_shared<Buffer>(pa.device, size_t(b.shape()[0]), pa.dtype);
+    } catch (...) {
+      bufs.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+// a BUFFER, or a byte range of one seen as another dtype (what the memory planner and callify's views produce)
+std::shared_ptr<Buffer> resolve_buffer(const UOp& u) {
+  switch (u.op()) {
+    case Ops::BUFFER: return base_buffer(u);
+    case Ops::AFTER: case Ops::RESHAPE: return resolve_buffer(u.src(0));
+    case Ops::BITCAST: case Ops::SHRINK: {
+      UOp shrink = u.op() == Ops::BITCAST ? u.src(0) : u;
+      UOp base = shrink.op() == Ops::SHRINK ? shrink.src(0) : shrink;
+      if (base.op() != Ops::BUFFER) break;
+      auto b = base_buffer(base);
+      int64_t begin = shrink.op() == Ops::SHRINK ? shrink.marg_pairs()[0].first : 0;
+      size_t off = size_t(begin) * size_t(base.dtype().itemsize());
+      return Buffer::view(b, size_t(u.max_numel()), u.dtype(), off);
+    }
+    default: break;
+  }
+  throw Error("no buffer behind a " + std::string(op_name(u.op())) + " node");
+}
+
+const ClangRenderer& renderer_for(const std::string&) {
+  static const ClangRenderer clang;
+  return clang;
+}
+
+struct Lowered {
+  std::shared_ptr<const ProgramSpec> spec;
+  std::unique_ptr<Program> prg;
+};
+Lowered& get_runtime(const std::string& device, const UOp& ast) {
+  static std::unordered_map<std::string, Lowered> cache;
+  const auto& k = ast.key();
+  std::string key = device + "\n" + std::string(k.begin(), k.end());
+  auto [it, added] = cache.try_emplace(key);
+  if (added) {
+    try {
+      Device& dev = get_device(device);
+      it->second.spec = to_program(ast, renderer_for(device));
+      it->second.prg = dev.load(it->second.spec->kernel.entry_name, compile_cached(dev, it->second.spec->kernel.src));
+    } catch (...) {
+      cache.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+struct Stats {
+  int64_t kernel_count = 0;
+  double time_sum_s = 0;
+} stats;
+
+std::string size_to_str(double n) {
+  char b[32];
+  if (n >= 1e9) std::snprintf(b, sizeof b, "%.2f GB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(b, sizeof b, "%.2f MB", n / 1e6);
+  else if (n >= 1e3) std::snprintf(b, sizeof b, "%.2f KB", n / 1e3);
+  else std::snprintf(b, sizeof b, "%.0f B", n);
+  return b;
+}
+
+void print_call(const std::string& device, const std::string& name, size_t nargs, double et, double ops, double mem) {
+  stats.time_sum_s += et;
+  std::printf("*** %-7.7s %4lld %-46s arg %2zu tm %9.2fus/%9.2fms (%7.0f GFLOPS %4.0f GB/s)\n", device.c_str(),
+              (long long)stats.kernel_count, name.c_str(), nargs, et * 1e6, stats.time_sum_s * 1e3, ops / std::max(et, 1e-20) * 1e-9,
+              mem / std::max(et, 1e-20) * 1e-9);
+}
+
+void exec_kernel(const UOp& call, const VarVals& vars) {
+  std::vector<UOp> args;
+  for (size_t i = 1; i < call.src().size(); i++)
+    if (!call.src(i).is_bound_var()) args.push_back(call.src(i));
+  if (args.empty()) throw Error("run_linear: a kernel call without buffers");
+  std::string device = args[0].device().value_or("CPU");
+  Lowered& l = get_runtime(device, call.src(0));
+  std::vector<std::shared_ptr<Buffer>> held;
+  std::vector<void*> ptrs;
+  std::vector<int64_t> vals;
+  for (const KernelParam& p : l.spec->kernel.params) {
+    if (p.is_buffer()) {
+      if (p.slot < 0 || size_t(p.slot) >= args.size()) throw Error("run_linear: kernel " + l.spec->name + " reads argument " + std::to_string(p.slot) + " of " + std::to_string(args.size()));
+      held.push_back(resolve_buffer(args[size_t(p.slot)]));
+      ptrs.push_back(held.back()->ptr());
+    } else if (p.var_name != "core_id") {
+      auto it = vars.find(p.var_name.value_or(""));
+      if (it == vars.end()) throw Error("run_linear: kernel " + l.spec->name + " needs variable " + p.var_name.value_or("?"));
+      vals.push_back(it->second);
+    }
+  }
+  LaunchDims dims;
+  for (int i = 0; i < 3; i++) dims.global[size_t(i)] = int(l.spec->global[size_t(i)]), dims.local[size_t(i)] = int(l.spec->local[size_t(i)]);
+  bool dbg = debug_level() >= 2;
+  double et = l.prg->launch(ptrs, vals, dims, dbg);
+  stats.kernel_count++;
+  if (dbg) print_call(device, l.spec->name, ptrs.size(), et, l.spec->ops, l.spec->mem);
+}
+
+void exec_copy(const UOp& call) {
+  if (call.src().size() != 3) throw Error("run_linear: a COPY call takes (dest, src)");
+  auto dest = resolve_buffer(call.src(1)), src = resolve_buffer(call.src(2));
+  auto st = std::chrono::steady_clock::now();
+  dest->copy_from(*src);
+  stats.kernel_count++;
+  if (debug_level() >= 2)
+    print_call(dest->device(), "copy " + size_to_str(double(dest->nbytes())) + ", " + dest->device() + " <- " + src->device(), 2,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(), 0, double(dest->nbytes()));
+}
+
+}  // namespace
+
+Buffer& buffer_of(const UOp& buf) {
+  if (buf.op() != Ops::BUFFER) throw Error("buffer_of: expected a BUFFER, got " + std::string(op_name(buf.op())));
+  return *base_buffer(buf);
+}
+
+void run_linear(const UOp& linear, const VarVals& vars) {
+  if (linear.op() != Ops::LINEAR) throw Error("run_linear: expected a LINEAR, got " + std::string(op_name(linear.op())));
+  for (const UOp& call : linear.src()) {
+    if (call.op() != Ops::CALL || call.src().empty()) throw Error("run_linear: expected CALLs in the LINEAR, got " + std::string(op_name(call.op())));
+    switch (call.src(0).op()) {
+      case Ops::SINK: exec_kernel(call, vars); break;
+      case Ops::COPY: exec_copy(call); break;
+      default: throw Error("run_linear: cannot run a CALL of " + std::string(op_name(call.src(0).op())));
+    }
+  }
+}
+
+}  // namespace tg

@@ -1,0 +1,42 @@
+#pragma once
+// Rangeify (tinygrad's schedule/indexing.py): decide what is realized, give every node the RANGEs it is computed
+// over, and turn movement ops into index math on those ranges.
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "uop/args.h"
+#include "uop/upat.h"
+
+namespace tg {
+
+struct IndexingContext {
+  // realized nodes -> the axes realized (nullopt until rangeify reaches the node)
+  std::unordered_map<UOp, std::optional<std::vector<int64_t>>> realize_map;
+  std::unordered_set<UOp> non_removable;
+  // node -> (input ranges, output ranges)
+  std::unordered_map<UOp, std::pair<std::vector<UOp>, std::vector<UOp>>> range_map;
+  int64_t range_idx = 0;
+  UOp new_range(int64_t s, AxisType axistype = AxisType::WEAK);
+};
+
+// a movement op's argument: RESHAPE/EXPAND shape, PERMUTE order, FLIP 0/1 per axis (ints); PAD/SHRINK (begin, size)
+struct MovementArg {
+  std::vector<int64_t> ints;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  static MovementArg of(const UOp& mop);
+};
+// the ranges of a movement op's source, given the ranges of its output
+std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const MovementArg& arg, std::span<const UOp> rngs);
+// axes of out_shape that src_shape is broadcast along (added on the left, or a 1 expanded)
+std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_shape);
+
+const PatternMatcher& pm_simplify_valid();
+const PatternMatcher& pm_drop_and_clauses();
+
+UOp run_rangeify(const UOp& tsink);
+
+}  // namespace tg

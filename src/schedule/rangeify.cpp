@@ -1,0 +1,521 @@
+// get_kernel_graph (tinygrad's schedule/rangeify.py), in the order the passes run: 0. pm_mops, 1. earliest rewrites,
+// 2. copy to store, 3. rangeify (indexing.cpp), 4. cleanups (reduce simplify, const folding, remove bufferize),
+// 5.-7. limit buffers, STAGE -> STORE, split kernels (kernelize.cpp); the pass list is at the end.
+#include "schedule/rangeify.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_set>
+
+#include "codegen/passes.h"
+#include "schedule/indexing.h"
+#include "uop/args.h"
+#include "uop/movement.h"
+#include "uop/symbolic.h"
+#include "util/env.h"
+
+namespace tg {
+
+namespace {
+using enum Ops;
+using U = UPat;
+U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
+// UPat(op, src=(inner,), name=...) as tinygrad's inner.f(op, ...)
+U F(const U& inner, OpSet op, std::string name = {}, bool any_len = false, std::optional<Arg> arg = {}) {
+  return U(op, {}, {inner}, std::move(arg), std::move(name), any_len);
+}
+const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
+
+template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+int64_t prod(const Shape& s) { int64_t n = 1; for (auto x : s) n *= x; return n; }
+UOp cint(int64_t v) { return UOp::const_(v); }
+UOp opt_capture(M m, std::string_view name) {
+  try { return m[name]; } catch (const Error&) { return UOp(); }
+}
+std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
+std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }
+bool no_range(const UOp& u) { return !u.op_in_backward_slice_with_self(RANGE); }
+const std::optional<Shape>& shape_or_none(const UOp& u) {
+  static const std::optional<Shape> none;
+  try { return u.shape_opt(); } catch (const Error&) { return none; }
+}
+}  // namespace
+
+// ***** 0. movement ops on INDEX *****
+
+namespace {
+UOp mop_index(const UOp& r, const UOp& idx) {
+  std::vector<UOp> idxs = tail(idx.src(), 1);
+  const Shape &rs = r.shape(), &ss = r.src(0).shape();
+  if (idxs.size() == rs.size())
+    return UOp::make(INDEX, cat({r.src(0)}, apply_movement_op(r.op(), ss, MovementArg::of(r), idxs)), idx.arg());
+  if (r.op() == RESHAPE) {
+    int64_t rest = int64_t(rs.size()) - int64_t(idxs.size());
+    int64_t src_prefix = int64_t(ss.size()) - rest;
+    if (src_prefix >= 0 && Shape(ss.begin() + src_prefix, ss.end()) == Shape(rs.begin() + idxs.size(), rs.end())) {
+      if (src_prefix == 0) return r.src(0).dtype() == idx.dtype() ? r.src(0) : UOp();
+      MovementArg a;
+      a.ints.assign(rs.begin(), rs.begin() + idxs.size());
+      UOp ret = UOp::make(INDEX, cat({r.src(0)}, apply_movement_op(RESHAPE, Shape(ss.begin(), ss.begin() + src_prefix), a, idxs)), idx.arg());
+      return ret.shape() == idx.shape() ? ret : UOp();
+    }
+  }
+  return UOp();
+}
+}  // namespace
+
+const PatternMatcher& pm_mops() {
+  static const PatternMatcher pm{
+      F(U::ops(GroupOp::Movement, "r"), INDEX, "idx", true) >> [](M m) { return mop_index(m["r"], m["idx"]); },
+      // movement ops and INDEX move after AFTER
+      F(U::ops(GroupOp::Movement | OpSet{INDEX}, "r"), AFTER, "a", true) >> [](M m) {
+        const UOp &r = m["r"], &a = m["a"];
+        UOp na = a.replace({.src = cat({r.src(0)}, tail(a.src(), 1))});
+        return UOp::make(r.op(), cat({na}, tail(r.src(), 1)), r.arg());
+      },
+      F(U::ops(GroupOp::Movement, "r"), END, "a", true) >> [](M m) {
+        return m["a"].replace({.src = cat({m["r"].src(0)}, tail(m["a"].src(), 1))});
+      },
+  };
+  return pm;
+}
+
+// ***** 1. earliest rewrites *****
+
+namespace {
+UOp fix_store_hazard(const UOp& target, const UOp& src) {
+  UOp base = target.base();
+  if (!has(src.toposort(nullptr, false), base)) return UOp();
+  // PERMUTE and FLIP reorder indices; SHRINK can overlap when the destination is shrunk too
+  OpSet unsafe{PERMUTE, FLIP};
+  if (target.op_in_backward_slice_with_self(SHRINK)) unsafe.add(SHRINK);
+  std::unordered_map<UOp, bool> reaches_base;
+  for (auto& s : src.toposort([](const UOp& s) { return s.op() != CONTIGUOUS; })) {
+    bool r = s == base;
+    for (auto& c : s.src()) if (auto it = reaches_base.find(c); it != reaches_base.end() && it->second) r = true;
+    reaches_base[s] = r;
+    if (r && unsafe.has(s.op()) && !(s == target && s.op() == SHRINK)) return target.store(src.contiguous());
+  }
+  return UOp();
+}
+
+UOp split_reduceop(const UOp& reduce, const UOp& x) {
+  int64_t rsize = prod(reduce.shape());
+  if (rsize == 0) return UOp();
+  const Shape& xs = x.shape();
+  if (!getenv_int("SPLIT_REDUCEOP", 1) || prod(xs) / rsize < getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768)) return UOp();
+  // which axes of x are real (not expanded): index x with ranges, push the index through its movement ops
+  std::vector<UOp> rngs;
+  for (size_t i = 0; i < xs.size(); i++) rngs.push_back(xs[i] > 1 ? UOp::range(xs[i], int64_t(i)) : cint(0));
+  UOp indexed = x.index(rngs).substitute({{x.base(), UOp::make(NOOP, dtypes::void_, {})}}, &pm_mops());
+  std::vector<int64_t> range_nums;
+  for (auto& r : indexed.ranges()) range_nums.push_back(r.arg().ints()[0]);
+  int64_t naxes = reduce.arg().ints()[1];
+  std::optional<std::pair<int64_t, int64_t>> split;
+  for (int64_t i = 0; i < naxes && !split; i++)
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << getenv_int("REDUCEOP_SPLIT_SIZE", 22)) / rsize); d >= 8 && !split; d--)
+      if (xs[i] % d == 0 && has(range_nums, i)) split = {i, d};
+  if (!split) return UOp();
+  auto [dim, divisor] = *split;
+  Shape splitted_shape(xs.begin(), xs.begin() + dim);
+  splitted_shape.push_back(divisor);
+  splitted_shape.push_back(xs[dim] / divisor);
+  splitted_shape.insert(splitted_shape.end(), xs.begin() + dim + 1, xs.end());
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < int64_t(splitted_shape.size()); d++) if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  UOp splitted = x.reshape(splitted_shape).permute(perm);
+  std::vector<int64_t> first_axes;
+  for (int64_t i = 0; i < naxes; i++) first_axes.push_back(i);
+  Ops rop = Ops(reduce.arg().ints()[0]);
+  return splitted.rop(rop, first_axes).contiguous().rop(rop, {int64_t(reduce.shape().size())}).reshape(reduce.shape());
+}
+
+UOp resolve_function(const UOp& c) {
+  if (auto* ci = call_info(c); ci && ci->precompile) return UOp();
+  std::vector<UOp> params;
+  for (auto& x : c.src(0).toposort()) if (x.op() == PARAM && x.arg().param().slot >= 0) params.push_back(x);
+  std::unordered_map<UOp, UOp> dict_map;
+  for (auto& p : params) {
+    const UOp& a = c.src(1 + p.arg().param().slot);
+    if (p.shape_opt() != a.shape_opt()) throw Error("FUNCTION: arg shape mismatch: expected " + shape_str(p.shape()) + ", got " + shape_str(a.shape()));
+    if (p.dtype() != a.dtype()) throw Error("FUNCTION: arg dtype mismatch");
+    dict_map[p] = a;
+  }
+  return c.src(0).substitute(dict_map, nullptr, true);
+}
+
+UOp bitcast_to(const UOp& x, DType dt) { return x.dtype() == dt ? x : x.bitcast(dt); }
+DType uint_of(int64_t bytes) { return bytes == 1 ? dtypes::uint8 : bytes == 2 ? dtypes::uint16 : bytes == 4 ? dtypes::uint32 : dtypes::uint64; }
+
+// a BITCAST that changes the itemsize: reinterpret through uints, combining (shift + add) or splitting (shift + stack)
+UOp expand_bitcast(const UOp& bc) {
+  const UOp& x = bc.src(0);
+  int64_t ns = bc.dtype().itemsize(), os = x.dtype().itemsize();
+  if (ns == os) return UOp();
+  if (auto d = x.device(); d && (d->starts_with("DISK") || d->starts_with("TINYFS"))) return UOp();
+  DType new_uint = uint_of(ns);
+  UOp tmp = bitcast_to(x, uint_of(os));
+  if (ns > os) {
+    int64_t rate = ns / os;
+    Shape shp = x.shape();
+    int64_t last = shp.back();
+    shp.back() = last / rate;
+    shp.push_back(rate);
+    tmp = tmp.reshape(shp);
+    std::vector<UOp> parts;
+    for (int64_t i = 0; i < rate; i++) {
+      std::vector<std::pair<int64_t, int64_t>> se;
+      for (size_t d = 0; d + 1 < shp.size(); d++) se.push_back({0, shp[d]});
+      se.push_back({i, i + 1});
+      parts.push_back(tmp.shrink(se).cast(new_uint) << 8 * i * os);
+    }
+    return bitcast_to(parts[0].usum(tail(parts, 1)).squeeze(-1), bc.dtype());
+  }
+  std::vector<UOp> parts;
+  for (int64_t i = 0; i < os / ns; i++) parts.push_back(tmp >> 8 * i * ns);
+  // parts[0].stack(*parts[1:], dim=-1): a data STACK (leading axis) permuted to the end
+  DType dt = *dtype_from_uop(STACK, parts, Arg());
+  std::vector<UOp> srcs;
+  for (auto& u : parts) srcs.push_back(u.base().is_invalid() ? u : u.op() == CONST ? UOp::const_(u.val(), dt) : u.cast(dt));
+  UOp st = UOp::make(STACK, dt, srcs);
+  int64_t dim = int64_t(parts[0].shape().size());
+  std::vector<int64_t> perm;
+  for (int64_t d = 1; d <= dim; d++) perm.push_back(d);
+  perm.push_back(0);
+  return bitcast_to(st.permute(perm).flatten(-2).cast(new_uint), bc.dtype());
+}
+
+const OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
+}  // namespace
+
+const PatternMatcher& earliest_rewrites() {
+  static const PatternMatcher pm = mop_cleanup() + PatternMatcher{
+      // inline FUNCTION calls
+      U(FUNCTION, {}, {}, {}, "c") >> [](M m) { return resolve_function(m["c"]); },
+      U(GETTUPLE, {}, {U(TUPLE, {}, {}, {}, "t")}, {}, "g") >> [](M m) { return m["t"].src(m["g"].arg().i()); },
+      U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_reduceop(m["reduce"], m["x"]); },
+      U(OpSet{DETACH, CONTIGUOUS_BACKWARD}, {}, {}, {}, "x") >> [](M m) { return m["x"].src(0); },
+      // the SINK only references bases
+      U(SINK, {}, {}, {}, "x") >> [](M m) {
+        std::vector<UOp> s;
+        for (auto& y : m["x"].src()) s.push_back(y.unsharded_base());
+        return m["x"].replace({.src = s});
+      },
+      // ** copy rules **
+      U(COPY, {}, {U::ops(GroupOp::Movement, "r")}, {}, "c") >> [](M m) {
+        const UOp& r = m["r"];
+        if (r.numel() != r.base().numel() || !r.contiguous_view_offset()) return m["c"].replace({.src = std::vector{r.contiguous()}});
+        return UOp();
+      },
+      U(COPY, {}, {V("x")}, {}, "copy") >> [](M m) { return m["x"].device() == m["copy"].device() ? m["x"] : UOp(); },
+      U(COPY, {}, {U(RESHAPE, {}, {}, {}, "shp", true)}, {}, "cpy") >> [](M m) {
+        return m["shp"].src(0).copy_to_device(m["cpy"].arg().s()).reshape(m["shp"].shape());
+      },
+      // a STORE of a reshape into a reshape of the same shape is a plain STORE
+      U(STORE, {}, {U(RESHAPE, {}, {V("dst")}, {}, {}, true), U(RESHAPE, {}, {V("src")}, {}, {}, true)}) >> [](M m) {
+        return m["dst"].shape() == m["src"].shape() ? m["dst"].store(m["src"]) : UOp();
+      },
+      // ** store rules **
+      U(STORE, {}, {V("target"), V("src")}) >> [](M m) { return fix_store_hazard(m["target"], m["src"]); },
+      // two STOREs of the same value to the same place
+      U(AFTER, {}, {U(AFTER, {}, {V("buf"), V("buf").store(V("src"))}, {}, "a1"), V("a1").store(V("src"))}) >> [](M m) { return m["a1"]; },
+      // a buffer's own current contents stored back into itself
+      U(AFTER, {}, {V("buf"), V("buf").store(U(AFTER, {}, {V("buf"), V("buf").store(V("src"))}, {}, "a1"))}) >> [](M m) { return m["a1"]; },
+      // move a bitcast from the store destination to the value
+      U(STORE, {}, {U(BITCAST, {}, {V("target")}), V("src")}) >> [](M m) {
+        return m["target"].store(bitcast_to(m["src"], m["target"].dtype()));
+      },
+      U(BITCAST, {}, {}, {}, "bc") >> [](M m) { return expand_bitcast(m["bc"]); },
+      // ** size 0 **
+      U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) {
+        const UOp &reduce = m["reduce"], &x = m["x"];
+        if (!has(x.shape(), int64_t(0)) || has(reduce.shape(), int64_t(0))) return UOp();
+        Ops op = Ops(reduce.arg().ints()[0]);
+        DType dt = reduce.dtype();
+        ConstVal v = op == ADD ? dt.const_(int64_t(0)) : op == MUL ? dt.const_(int64_t(1)) : dt.const_(dt.min());
+        return reduce.const_like_shaped(v);
+      },
+      U::ops(GroupOp::All - OpSet{SINK}, "x") >> [](M m) {
+        const UOp& x = m["x"];
+        const auto& sh = shape_or_none(x);
+        if (!sh || !has(*sh, int64_t(0))) return UOp();
+        return x.const_like_shaped(int64_t(0)).replace({.tag = x.tag()});
+      },
+  };
+  return pm;
+}
+
+// ***** 2. copy to store *****
+
+namespace {
+UOp convert_copy_to_store(int64_t& ctx, const UOp& copy, const UOp& existing_buf) {
+  UOp input_src = copy.src(0);
+  if (!input_src.has_buffer_identity(true)) input_src = input_src.contiguous();
+  input_src = input_src.flatten();
+  if (existing_buf) {
+    if (!existing_buf.has_buffer_identity(true)) return UOp();
+    return existing_buf.flatten().store(input_src);
+  }
+  ParamArg pa{ctx++, copy.dtype()};
+  pa.device = copy.arg().s();
+  UOp buf = UOp::make(BUFFER, copy.dtype(), {cint(prod(input_src.shape()))}, Arg(pa));
+  return buf.after({buf.store(input_src)}).reshape(copy.shape());
+}
+}  // namespace
+
+const PatternMatcher& pm_copy_to_store() {
+  static const PatternMatcher pm{
+      V("existing_buf").store(U(COPY, {}, {}, {}, "copy")) >> [](M m) {
+        return convert_copy_to_store(m.ctx<int64_t>(), m["copy"], m["existing_buf"]);
+      },
+      U(COPY, {}, {}, {}, "copy") >> [](M m) { return convert_copy_to_store(m.ctx<int64_t>(), m["copy"], UOp()); },
+  };
+  return pm;
+}
+
+// ***** 4. cleanups: reduce simplification (tinygrad's codegen/simplify.py), const folding, remove bufferize *****
+
+namespace {
+const PatternMatcher& pm_reduce_collapse() {
+  static const PatternMatcher pm = pm_reduce_unparented() + PatternMatcher{
+      // lift x+y out of a reduce on lt
+      ((V("x") + V("y")).or_casted() < V("c")) >> [](M m) {
+        return no_range(m["y"]) && no_range(m["c"]) ? m["x"] < (m["c"] - m["y"]) : UOp();
+      },
+      // lift x*y out of a reduce
+      ((V("x") * V("y")) < V("c")) >> [](M m) {
+        const UOp &x = m["x"], &y = m["y"], &c = m["c"];
+        if (!no_range(y) || !no_range(c) || !y.dtype().is_int() || !(y.vmin().as_double() > 0)) return UOp();
+        return x < ((c + y - 1) / y);
+      },
+      // sum over r in [0,N) of [lower<=r<upper]*val -> clamp(min(upper,N) - max(lower,0), 0, N) * val
+      U(REDUCE, {}, {U::any({(U(RANGE, {}, {}, {}, "r") < V("upper")).where(V("val"), ufix_pat(0)),
+                             (U(RANGE, {}, {}, {}, "r") < V("lower")).where(ufix_pat(0), V("val")),
+                             ((V("r") < V("lower")).logical_not() & (U(RANGE, {}, {}, {}, "r") < V("upper"))).where(V("val"), ufix_pat(0))}),
+                      V("r")},
+        Arg{int64_t(ADD), 0}) >> [](M m) {
+        UOp r = m["r"], val = m["val"], lower = opt_capture(m, "lower"), upper = opt_capture(m, "upper");
+        if (!no_range(val)) return UOp();
+        UOp hi = upper ? upper.minimum(r.src(0)) : r.src(0);
+        UOp lo = lower ? lower.maximum(cint(0)) : UOp::const_(int64_t(0), r.dtype());
+        return (hi - lo).maximum(cint(0)).minimum(r.src(0)) * val;
+      },
+      U(REDUCE, {}, {V("cond").where(V("x"), invalid_pat)}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
+        if (!no_range(m["cond"])) return UOp();
+        return m["cond"].where(m["x"].reduce(tail(m["r"].src(), 1), ADD), m["i"]);
+      },
+      U(REDUCE, {}, {V("x") + V("y")}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
+        auto rs = tail(m["r"].src(), 1);
+        return m["x"].reduce(rs, ADD) + m["y"].reduce(rs, ADD);
+      },
+      // AND on WHERE
+      U(REDUCE, {}, {(U(PARAM, {}, {}, {}, "x") & V("y")).where(V("c"), ufix_pat(0))}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
+        return m["y"].where(m["c"], cint(0)).reduce(tail(m["r"].src(), 1), ADD) * m["x"];
+      },
+      // MUL by a casted bool
+      (V("x") * V("gate", dtypes::bool_).cast()) >> [](M m) { return m["gate"].where(m["x"], cint(0)); },
+  } + symbolic();
+  return pm;
+}
+
+UOp reduce_collapse(const UOp& red, UOp u) {
+  for (size_t ri = 1; ri < red.src().size(); ri++) {
+    const UOp& r = red.src(ri);
+    std::vector<UOp> included = u.toposort([&](const UOp& x) { return has(x.ranges(), r); });
+    std::unordered_set<UOp> inc(included.begin(), included.end());
+    for (auto& x : included) if (x.op() == STORE || x.op() == REDUCE) return UOp();
+    std::unordered_map<UOp, UOp> replaces;
+    std::vector<UOp> order;
+    for (auto& x : included)
+      for (auto& s : x.src()) {
+        if (inc.contains(s) || replaces.contains(s) || OpSet{CONST, PARAM, BUFFER}.has(s.op())) continue;
+        ParamArg pa{-1, s.dtype(), std::pair<ConstVal, ConstVal>{s.vmin(), s.vmax()}, 1, "in" + std::to_string(replaces.size()), AddrSpace::ALU};
+        replaces[s] = UOp::make(PARAM, s.dtype(), {UOp::stack({})}, Arg(pa));
+      }
+    UOp collapse_fxn = u.substitute(replaces).reduce({r}, ADD);
+    UOp sink = graph_rewrite(collapse_fxn, pm_reduce_collapse());
+    if (!no_range(sink)) return UOp();
+    std::unordered_map<UOp, UOp> back;
+    for (auto& [k, v] : replaces) back[v] = k;
+    u = sink.substitute(back);
+  }
+  return u;
+}
+}  // namespace
+
+const PatternMatcher& pm_reduce_simplify() {
+  static const PatternMatcher pm = pm_reduce_unparented() + PatternMatcher{
+      U(REDUCE, {}, {V("u")}, Arg{int64_t(ADD), 0}, "red", true) >> [](M m) { return reduce_collapse(m["red"], m["u"]); },
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_flatten_range() {
+  static const PatternMatcher pm{
+      U(OpSet{REDUCE, END}, {}, {}, {}, "r") >> [](M m) {
+        const UOp& r = m["r"];
+        std::vector<UOp> rngs = tail(r.src(), 1), backedge, real;
+        if (rngs.empty()) return UOp();
+        for (auto& x : rngs) (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : real).push_back(x);
+        std::vector<UOp> src{r.src(0)};
+        for (auto& x : UOp::sink(real).ranges()) src.push_back(x);
+        src.insert(src.end(), backedge.begin(), backedge.end());
+        return r.replace({.src = src});
+      },
+  };
+  return pm;
+}
+
+namespace {
+// a STAGE whose axis is never read (its range is dead, or a CONST) stores one element and is expanded back
+UOp cleanup_dead_axes(const UOp& b) {
+  const BufferizeOpts* o = bufferize_opts(b);
+  if (!o || !o->removable) return UOp();
+  if (ALWAYS_RUN_OPS.has(b.src(0).op()) || b.src(0).op() == AFTER) return UOp();
+  std::vector<UOp> new_rng, src_ranges = b.src(0).ranges();
+  Shape reshape;
+  bool hit = false;
+  const Shape& bs = b.shape();
+  for (size_t i = 0; i + 1 < b.src().size() && i < bs.size(); i++) {
+    const UOp& rng = b.src(i + 1);
+    if (rng.op() == RANGE && rng.src(0).op() != CONST) return UOp();
+    if (rng.op() == CONST || (rng.op() == RANGE && !has(src_ranges, rng))) {
+      reshape.push_back(1);
+      hit = true;
+    } else {
+      reshape.push_back(bs[i]);
+      new_rng.push_back(rng);
+    }
+  }
+  if (!hit) return UOp();
+  return b.replace({.src = cat({b.src(0)}, new_rng)}).reshape(reshape).expand(bs);
+}
+
+UOp remove_noop_bufferize(const UOp& idx, const UOp& b2) {
+  if (tail(idx.src(), 1) != tail(b2.src(), 1)) return UOp();
+  const Shape& s = b2.shape();
+  if (s.empty()) return idx.src(0);
+  std::vector<std::pair<int64_t, int64_t>> se;
+  for (auto x : s) se.push_back({0, x});
+  return idx.src(0).shrink(se);
+}
+
+bool after_all_invalid(const UOp& after) {
+  UOp buf = after.src(0).buf_uop();
+  for (size_t i = 1; i < after.src().size(); i++) {
+    const UOp& s = after.src(i);
+    if (s.op() != END || s.src(0).op() != STORE) return false;
+    const UOp& st = s.src(0);
+    if (!st.src(1).base().is_invalid() || st.src(0).buf_uop() != buf) return false;
+    std::vector<UOp> st_ranges = st.src(0).ranges();
+    int64_t n = 1;
+    for (auto& r : s.ended_ranges()) {
+      if (!has(st_ranges, r)) return false;
+      if (r.src(0).op() != CONST) return false;
+      n *= r.src(0).val().i;
+    }
+    if (n != buf.numel()) return false;
+  }
+  return true;
+}
+
+// remove a STAGE that is read through an INDEX when recomputing its value there is cheap
+UOp remove_bufferize(const UOp& src, const UOp& buf, const UOp& idx) {
+  if (buf.src().size() != idx.src().size()) internal_error("index on wrong bufferize");
+  const BufferizeOpts* o = bufferize_opts(buf);
+  if (ALWAYS_RUN_OPS.has(src.op()) || !o || !o->removable) return UOp();
+  std::vector<UOp> accessed_buffers, reduces;
+  auto add_buf = [&](const UOp& b) { if (!has(accessed_buffers, b)) accessed_buffers.push_back(b); };
+  src.toposort([&](const UOp& x) {
+    if (x.op() == AFTER) { add_buf(x.buf_uop()); return false; }
+    if (x.op() == STAGE) if (auto* xo = bufferize_opts(x); xo && xo->addrspace == AddrSpace::GLOBAL) { add_buf(x); return false; }
+    if (x.op() == MSTACK) { add_buf(x); return false; }
+    if (x.op() == STORE) return false;
+    if (x.op() == PARAM) add_buf(x);
+    if (x.op() == REDUCE) reduces.push_back(x);
+    return true;
+  });
+  // generated from many buffers: keep it
+  if (accessed_buffers.size() > 3) return UOp();
+  // a reduce reading a buffer: keep it
+  std::vector<UOp> rsrc;
+  for (auto& r : reduces) rsrc.push_back(r.src(0));
+  for (auto& x : UOp::sink(rsrc).toposort()) if (OpSet{PARAM, STAGE, AFTER}.has(x.op())) return UOp();
+  std::unordered_map<UOp, UOp> replaced;
+  for (size_t i = 1; i < buf.src().size(); i++) {
+    const UOp &k = buf.src(i), &v = idx.src(i);
+    if (k.op() != CONST && !v.is_invalid()) replaced[k] = v;
+  }
+  static const PatternMatcher pm_gate_substitute{U::ops(GroupOp::All, "b") >> [](M m) -> UOp {
+    auto& d = m.ctx<const std::unordered_map<UOp, UOp>>();
+    for (auto& r : m["b"].ranges()) if (d.contains(r)) return UOp();
+    throw BottomUpGate{};
+  }};
+  return src.substitute(replaced, &pm_gate_substitute);
+}
+}  // namespace
+
+const PatternMatcher& pm_const_buffer_folding() {
+  static const PatternMatcher pm = pm_mops() + PatternMatcher{
+      U(STAGE, {}, {}, {}, "b") >> [](M m) { return cleanup_dead_axes(m["b"]); },
+      F(U(INDEX, {}, {}, {}, "idx"), STAGE, "b2", true) >> [](M m) { return remove_noop_bufferize(m["idx"], m["b2"]); },
+      F(F(U(INDEX, {}, {U(STAGE)}, {}, "idx", true), NOOP), STAGE, "b2", true) >> [](M m) { return remove_noop_bufferize(m["idx"], m["b2"]); },
+      // a staged const is that const everywhere
+      F(U(CONST, {}, {}, {}, "c"), STAGE, "b", true) >> [](M m) { return m["b"].const_like_shaped(m["c"].val()); },
+      U(INDEX, {}, {U(CONST, {}, {}, {}, "c")}) >> [](M m) { return m["c"]; },
+      U(INDEX, {}, {U(AFTER, {}, {}, {}, "after")}, {}, "idx", true) >> [](M m) {
+        return after_all_invalid(m["after"]) ? UOp::const_(ConstVal::invalid()) : UOp();
+      },
+      F(U::cvar("c"), NOOP) >> [](M m) { return m["c"]; },
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_remove_bufferize() {
+  static const PatternMatcher pm{
+      F(F(V("src"), STAGE, "buf", true), INDEX, "idx", true) >> [](M m) { return remove_bufferize(m["src"], m["buf"], m["idx"]); },
+      V("x").store(V("x")) >> [](M) { return UOp::make(NOOP, dtypes::void_, {}); },
+      U(END, {}, {U(NOOP, {}, {}, {}, "x")}, {}, {}, true) >> [](M m) { return m["x"]; },
+  };
+  return pm;
+}
+
+// ***** the pass list *****
+
+UOp get_kernel_graph(const UOp& sink) {
+  // DEBUG_RANGEIFY=1 prints the graph after each pass
+  bool dbg = getenv_int("DEBUG_RANGEIFY", 0) > 0;
+  auto show = [&](const char* pass, const UOp& g) { if (dbg) std::fprintf(stderr, "*** %s\n%s\n", pass, g.str().c_str()); };
+  UOp tsink = graph_rewrite(sink, pm_mops() + earliest_rewrites(), RewriteOpts{.bottom_up = true});
+  int64_t copy_slots = 0;
+  tsink = graph_rewrite(tsink, pm_copy_to_store(), &copy_slots, true);
+  show("copy to store", tsink);
+
+  // movement ops -> ranges
+  tsink = run_rangeify(tsink);
+  show("rangeify", tsink);
+
+  // cleanups for speed and runability
+  static const PatternMatcher cleanup = symbolic() + pm_reduce_simplify() + pm_const_buffer_folding() + pm_remove_bufferize();
+  tsink = graph_rewrite(tsink, cleanup);
+  show("cleanups", tsink);
+  LimitBufsContext lb;
+  for (auto& x : tsink.toposort()) if (x.op() == RANGE) lb.range_idx = std::max(lb.range_idx, x.arg().ints()[0] + 1);
+  tsink = graph_rewrite(tsink, pm_limit_bufs(), &lb);
+  show("limit buffers", tsink);
+
+  // STAGE -> STORE
+  int64_t slot = 0;
+  for (auto& x : tsink.toposort())
+    if (x.op() == BUFFER && x.arg().is<std::shared_ptr<const ParamArg>>() && x.addrspace() == AddrSpace::GLOBAL)
+      slot = std::max(slot, x.arg().param().slot + 1);
+  static const PatternMatcher add_buffers = pm_add_buffers() + pm_add_param_range_tags();
+  tsink = graph_rewrite(tsink, add_buffers, &slot, true);
+  show("stage to store", tsink);
+  tsink = graph_rewrite(tsink, split_kernels(), nullptr, true);
+  show("split kernels", tsink);
+  return graph_rewrite(tsink, pm_no_indexing_calls());
+}
+
+}  // namespace tg

@@ -1,0 +1,242 @@
+// The kernel graph to a LINEAR (tinygrad's schedule/__init__.py): kernels in dependency order (reads after writes,
+// writes after the reads of the state they overwrite), a schedule cache keyed by the CALL body, fresh BUFFERs for the
+// intermediates of each realize, COPYs between devices, then the memory planner.
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "schedule/memory.h"
+#include "schedule/rangeify.h"
+#include "schedule/schedule.h"
+#include "uop/args.h"
+#include "util/env.h"
+
+namespace tg {
+
+namespace {
+
+bool is_state(const UOp& s) { return OpSet{Ops::AFTER, Ops::BUFFER, Ops::PARAM, Ops::MSELECT, Ops::MSTACK}.has(s.op()); }
+UOp unwrap_src(UOp s) {
+  while (s.src().size() && !is_state(s)) s = s.src(0);
+  return s;
+}
+void states(const UOp& s0, std::vector<UOp>& out) {
+  UOp s = unwrap_src(s0);
+  if (s.op() == Ops::MSELECT || s.op() == Ops::MSTACK) {
+    for (auto& x : s.src()) states(x, out);
+    return;
+  }
+  if (!OpSet{Ops::AFTER, Ops::BUFFER, Ops::PARAM}.has(s.op()))
+    throw Error("schedule: a kernel input must be a buffer state, not " + std::string(op_name(s.op())));
+  out.push_back(s);
+}
+// an AFTER's sources split into the kernels that write it and the AFTERs it must also wait for
+std::pair<std::vector<UOp>, std::vector<UOp>> split_after(const UOp& after) {
+  std::vector<UOp> kernels, deps;
+  for (size_t i = 1; i < after.src().size(); i++) {
+    const UOp& s = after.src(i);
+    if (s.op() == Ops::CALL || s.op() == Ops::END) kernels.push_back(s);
+    else if (s.op() == Ops::AFTER) deps.push_back(s);
+    else if (s.op() != Ops::STORE) throw Error("schedule: an AFTER source must be CALL, END, STORE or AFTER, not " + std::string(op_name(s.op())));
+  }
+  return {kernels, deps};
+}
+bool gate_kernel_sink(const UOp& x) { return x.op() != Ops::LINEAR && !(x.op() == Ops::SINK && kernel_info(x)); }
+bool contains(const std::vector<UOp>& v, const UOp& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+UOp make_call(const UOp& body, std::span<const UOp> args) {
+  std::vector<UOp> src{body};
+  src.insert(src.end(), args.begin(), args.end());
+  return UOp::make(Ops::CALL, dtypes::void_, src, make_arg(CallInfo{}));
+}
+
+}  // namespace
+
+UOp create_schedule(const UOp& sched_sink) {
+  std::unordered_map<UOp, std::vector<UOp>> children;
+  std::vector<UOp> order;  // kernels in first-seen order (in_degree's dict order)
+  std::unordered_map<UOp, int> in_degree;
+  struct Write { UOp after, prev_state; std::vector<UOp> kernels; };
+  std::unordered_map<UOp, std::vector<Write>> writes;
+  struct Read { UOp after, kernel, state; };
+  std::vector<Read> reads;
+  auto add_kernel = [&](const UOp& k) { if (in_degree.try_emplace(k, 0).second) order.push_back(k); };
+  for (const UOp& u : sched_sink.toposort(gate_kernel_sink)) {
+    if (u.op() != Ops::AFTER) continue;
+    auto [kernels, after_deps] = split_after(u);
+    UOp prev_state = unwrap_src(u.src(0));
+    std::vector<UOp> prev_kernels;
+    if (prev_state.op() == Ops::AFTER) prev_kernels = split_after(prev_state).first;
+    std::vector<UOp> new_kernels;
+    for (auto& k : kernels)
+      if (!contains(prev_kernels, k)) new_kernels.push_back(k);
+    writes[u.buf_uop()].push_back({u, prev_state, new_kernels});
+    for (auto& k : kernels) {
+      add_kernel(k);
+      if (k.op() == Ops::END && k.src(0).op() != Ops::CALL) throw Error("schedule: END src[0] must be a CALL");
+      const UOp& kc = k.op() == Ops::END ? k.src(0) : k;
+      std::vector<UOp> read_states, dep_states;
+      for (size_t i = 1; i < kc.src().size(); i++) states(kc.src(i), read_states);
+      for (auto& st : read_states) reads.push_back({u, k, st});
+      for (auto& s : after_deps) states(s, dep_states);
+      read_states.insert(read_states.end(), dep_states.begin(), dep_states.end());
+      for (auto& st : read_states) {
+        if (st.op() != Ops::AFTER) continue;
+        for (auto& t : split_after(st).first) children[t].push_back(k), in_degree[k]++;
+      }
+    }
+  }
+  // a kernel reading state S runs before any other kernel writing the state that supersedes S
+  for (auto& [u, k, s] : reads) {
+    auto it = writes.find(s.buf_uop());
+    if (it == writes.end()) continue;
+    for (auto& w : it->second) {
+      if (w.after == u || w.prev_state != s) continue;
+      for (auto& t : w.kernels) {
+        if (t == k || k.in_backward_slice_with_self(t)) continue;
+        add_kernel(t);
+        children[k].push_back(t), in_degree[t]++;
+      }
+    }
+  }
+  std::deque<UOp> queue;
+  for (auto& k : order)
+    if (in_degree[k] == 0) queue.push_back(k);
+  std::vector<UOp> linearized;
+  while (!queue.empty()) {
+    UOp rk = queue.front();
+    queue.pop_front();
+    if (rk.op() == Ops::LINEAR) {
+      linearized.insert(linearized.end(), rk.src().begin(), rk.src().end());
+    } else {
+      const UOp& k = rk.op() == Ops::END ? rk.src(0) : rk;
+      if (k.op() != Ops::CALL) throw Error("schedule: unexpected " + std::string(op_name(k.op())) + " in the kernel queue");
+      std::vector<UOp> bufs;
+      for (size_t i = 1; i < k.src().size(); i++)
+        if (!k.src(i).is_bound_var()) bufs.push_back(unwrap_src(k.src(i)).buf_uop());
+      linearized.push_back(make_call(k.src(0), bufs));
+    }
+    if (auto it = children.find(rk); it != children.end())
+      for (auto& x : it->second)
+        if (--in_degree[x] == 0) queue.push_back(x);
+  }
+  for (auto& [k, d] : in_degree)
+    if (d) throw Error("schedule: cycle detected in the assign graph");
+  return UOp::make(Ops::LINEAR, dtypes::void_, linearized);
+}
+
+namespace {
+
+std::unordered_map<std::string, UOp>& schedule_cache() {
+  static std::unordered_map<std::string, UOp> c;
+  return c;
+}
+
+UOp lower_sink_to_linear(const UOp& function) {
+  auto st = std::chrono::steady_clock::now();
+  const auto& k = function.key();
+  std::string key(k.begin(), k.end());
+  bool scache = getenv_int("SCACHE", 1) != 0, hit = false;
+  UOp linear;
+  if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
+  else {
+    linear = create_schedule(get_kernel_graph(function));
+    if (scache) schedule_cache()[key] = linear;
+  }
+  if ((debug_level() >= 1 && linear.src().size() > 1) || debug_level() >= 3) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", k[0], k[1], k[2], k[3]);
+    std::printf("scheduled %5zu kernels in %8.2f ms | %s %s | %7zu uops in cache\n", linear.src().size(), ms,
+                hit ? " cache hit" : "CACHE MISS", hex, live_uops());
+  }
+  return linear;
+}
+
+const PatternMatcher& pm_flatten_linear() {
+  static const PatternMatcher pm{UPat(Ops::LINEAR, {}, {}, {}, "lin", true) >> [](M m) -> UOp {
+    UOp lin = m["lin"];
+    std::vector<UOp> out;
+    bool nested = false;
+    for (auto& c : lin.src()) {
+      if (c.op() == Ops::LINEAR) out.insert(out.end(), c.src().begin(), c.src().end()), nested = true;
+      else out.push_back(c);
+    }
+    return nested ? lin.replace({.src = out}) : UOp();
+  }};
+  return pm;
+}
+
+// the LINEAR of a CALL with its PARAMs replaced by the call's arguments and fresh BUFFERs for its intermediates
+UOp resolve_linear_call(const UOp& linear_call) {
+  std::unordered_map<UOp, UOp> fresh;
+  std::span<const UOp> args = linear_call.src().subspan(1);
+  auto params_to_buffers = [&](const UOp& x) -> UOp {
+    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) return args[size_t(x.arg().param().slot)];
+    if (x.op() == Ops::BUFFER && x.src().size() == 1 && x.arg().is<std::shared_ptr<const ParamArg>>() && x.addrspace() == AddrSpace::GLOBAL) {
+      auto [it, added] = fresh.try_emplace(x);
+      if (added) it->second = UOp::new_buffer(*x.device(), x.max_numel(), x.dtype());
+      return it->second;
+    }
+    return {};
+  };
+  PatternMatcher pm{UPat::ops(OpSet{Ops::PARAM, Ops::BUFFER}, "x") >> [&](M m) { return params_to_buffers(m["x"]); }};
+  UOp linear = graph_rewrite(linear_call.src(0), pm, RewriteOpts{.walk = true});
+  std::unordered_map<UOp, UOp> binds;
+  for (size_t i = 0; i < args.size(); i++)
+    if (args[i].is_bound_var()) binds[args[i].src(0).param_like(int64_t(i))] = args[i].src(0).replace({.op = Ops::PARAM});
+  if (binds.empty()) return linear;
+  std::vector<UOp> out;
+  for (auto& si : linear.src()) {
+    std::vector<UOp> s;
+    for (auto& x : si.src()) s.push_back(x.substitute(binds));
+    out.push_back(si.replace({.src = s}));
+  }
+  return linear.replace({.src = out});
+}
+
+// a kernel that is a plain copy between two devices becomes a COPY; otherwise all its buffers share one device
+UOp copy_from_store(const UOp& call) {
+  const UOp& ast = call.src(0);
+  if (ast.op() != Ops::SINK || call.src().size() < 2) return {};
+  std::optional<std::string> dev;
+  for (auto& x : ast.toposort())
+    if (x.op() == Ops::PARAM && x.device()) {
+      if (dev && *dev != *x.device()) throw Error("all buffers of a kernel must be on the same device: " + *dev + ", " + *x.device());
+      dev = x.device();
+    }
+  return {};
+}
+
+}  // namespace
+
+std::pair<UOp, VarVals> create_linear_with_vars(const UOp& big_sink) {
+  PatternMatcher pm_schedule{UPat(Ops::SINK, {}, {}, {}, "function", true) >> [](M m) -> UOp {
+    return kernel_info(m["function"]) ? UOp() : lower_sink_to_linear(m["function"]);
+  }};
+  UOp linear_call = graph_rewrite(big_sink, pm_schedule, RewriteOpts{.enter_calls = true});
+  PatternMatcher pm_resolve = PatternMatcher{UPat(Ops::CALL, {}, {UPat(Ops::LINEAR)}, {}, "c", true) >> [](M m) {
+                                return resolve_linear_call(m["c"]);
+                              }} + pm_flatten_linear();
+  UOp linear = graph_rewrite(linear_call, pm_resolve);
+  for (auto& c : linear.src()) copy_from_store(c);
+  VarVals var_vals;
+  for (size_t i = 1; i < big_sink.src().size(); i++) {
+    const UOp& b = big_sink.src(i);
+    if (!b.is_bound_var()) continue;
+    auto name = b.src(0).arg().param().name.value_or("");
+    int64_t val = b.src(1).src(1).val().as_int();
+    if (auto it = var_vals.find(name); it != var_vals.end() && it->second != val)
+      throw Error("bind mismatch on " + name + ", " + std::to_string(it->second) + " != " + std::to_string(val));
+    var_vals[name] = val;
+  }
+  std::unordered_set<UOp> held;
+  if (linear_call.op() == Ops::CALL)
+    for (size_t i = 1; i < linear_call.src().size(); i++)
+      if (linear_call.src(i).op() == Ops::BUFFER) held.insert(linear_call.src(i));
+  return {memory_plan_rewrite(linear, held), var_vals};
+}
+
+}  // namespace tg

@@ -1,0 +1,300 @@
+// tg::Tensor core (tinygrad's tensor.py): the live-tensor registry, the mixins' primitives (alu, _broadcasted, _mop,
+// _rop), realize/schedule, data reading, assign, device moves.
+#include <algorithm>
+#include <ostream>
+#include <unordered_set>
+
+#include "engine/realize.h"
+#include "tensor/tensor_impl.h"
+#include "tg/device.h"
+#include "uop/movement.h"
+
+namespace tg {
+
+// ***** 1. the live-tensor registry *****
+
+namespace {
+std::unordered_set<TensorImpl*>& registry() {
+  static std::unordered_set<TensorImpl*> r;
+  return r;
+}
+std::string dt_name(DType d) { return std::string(d.name()); }
+}  // namespace
+
+TensorImpl::TensorImpl(UOp u) : uop(std::move(u)) { registry().insert(this); }
+TensorImpl::~TensorImpl() { registry().erase(this); }
+size_t live_tensors() { return registry().size(); }
+
+void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
+  // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo)
+  std::unordered_map<const UOpNode*, bool> in_scope;
+  std::unordered_set<const UOpNode*> keys;
+  for (auto& [k, v] : applied_map) keys.insert(k.get());
+  std::vector<TensorImpl*> scope;
+  for (TensorImpl* t : registry()) {
+    for (const UOpNode* n : t->uop.topo_nodes()) {
+      if (in_scope.count(n)) continue;
+      bool r = keys.count(n) > 0;
+      for (uint32_t i = 0; !r && i < n->nsrc; i++) r = in_scope[n->srcs()[i].get()];
+      in_scope[n] = r;
+    }
+    if (in_scope[t->uop.get()]) scope.push_back(t);
+  }
+  if (scope.empty()) return;
+  std::vector<UOp> srcs;
+  for (auto* t : scope) srcs.push_back(t->uop);
+  UOp sink = UOp::sink(srcs), new_sink = sink.substitute(applied_map, nullptr, true);
+  for (size_t i = 0; i < scope.size(); i++) scope[i]->uop = new_sink.src(i);
+}
+
+// ***** 2. construction and properties *****
+
+Tensor::Tensor() : Tensor(scalar(ConstVal(0.0), std::nullopt, "")) {}
+Tensor::Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {
+  if (!impl_ || !impl_->uop) internal_error("Tensor built from an empty impl");
+}
+Tensor Tensor::scalar(ConstVal v, std::optional<DType> dtype, const std::string&) { return wrap(UOp::const_(v, dtype)); }
+
+const Shape& Tensor::shape() const { return uop_of(*this).shape(); }
+DType Tensor::dtype() const { return uop_of(*this).dtype(); }
+std::optional<std::string> Tensor::device() const { return uop_of(*this).device(); }
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (auto s : shape()) n *= s;
+  return n;
+}
+int64_t Tensor::element_size() const { return uop_of(*this).element_size(); }
+std::string Tensor::graph() const { return uop_of(*this).str(); }
+std::string Tensor::shape_str() const { return tg::shape_str(shape()); }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << "<Tensor " << t.device().value_or("None") << " " << t.shape_str() << " " << t.dtype().name() << ">";
+}
+
+// ***** 3. the primitives the ops are built from *****
+
+namespace {
+std::string shapes_and_dtypes(std::span<const UOp> s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); i++)
+    r += (i ? ", " : "") + (s[i].shape_opt() ? tg::shape_str(*s[i].shape_opt()) : std::string("()")) + ":" + dt_name(s[i].dtype());
+  return r;
+}
+}  // namespace
+
+Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src, const Arg& arg) {
+  std::vector<UOp> s{uop_of(self)};
+  for (auto& t : src) s.push_back(uop_of(t));
+  // broadcasting is implicit in the ALU node; check it here so the error names the operands
+  if (GroupOp::Broadcastable.has(op)) {
+    size_t nd = 0;
+    for (auto& u : s) nd = std::max(nd, u.shape().size());
+    Shape out(nd, 1);
+    for (auto& u : s)
+      for (size_t i = 0; i < u.shape().size(); i++) {
+        int64_t &o = out[nd - u.shape().size() + i], x = u.shape()[i];
+        if (x == 1) continue;
+        if (o != 1 && o != x) throw Error(std::string(op_name(op)) + ": cannot broadcast shapes " + shapes_and_dtypes(s));
+        o = x;
+      }
+  }
+  try {
+    if (op == Ops::CAST || op == Ops::BITCAST) return wrap(UOp::make(op, arg.dtype(), s, arg));
+    return wrap(UOp::make(op, s, arg));
+  } catch (const Error& e) {
+    std::string w = e.what();
+    if (w.find(" (operands ") != std::string::npos) throw;
+    throw Error(w + " (operands " + shapes_and_dtypes(s) + ")");
+  }
+}
+
+Tensor const_like(const Tensor& self, ConstVal v, std::optional<DType> dtype) {
+  UOp ret = UOp::const_(v, dtype ? *dtype : self.dtype());
+  const Shape& s = self.shape();
+  return wrap(!s.empty() && ret.shape() != s ? ret.mop(Ops::EXPAND, s) : ret);
+}
+
+std::pair<Tensor, Tensor> broadcasted(const Tensor& self, const Tensor& y, bool reverse) {
+  const Tensor &a = reverse ? y : self, &b = reverse ? self : y;
+  DType out = least_upper_dtype({a.dtype(), b.dtype()});
+  // a bare weak CONST stays weak (lifted to the weak kind of the result); anything else is cast
+  auto promote = [&](const Tensor& t) {
+    UOp base = uop_of(t).base();
+    if (base.is_invalid()) return t;
+    if (t.dtype().is_weak() && base.op() == Ops::CONST) return const_like(t, base.val(), weak_dtype(out));
+    return t.cast(out);
+  };
+  return {promote(a), promote(b)};
+}
+
+Tensor binop(const Tensor& self, Ops op, const Tensor& x, bool reverse) {
+  auto [l, r] = broadcasted(self, x, reverse);
+  return alu(l, op, {r});
+}
+
+int64_t resolve_dim(const Tensor& t, int64_t dim, bool extra, const char* op) {
+  int64_t total = t.ndim() + (extra ? 1 : 0), hi = std::max<int64_t>(1, total);
+  if (dim < -hi || dim > hi - 1)
+    throw Error(std::string(op) + ": dim " + std::to_string(dim) + " out of range [" + std::to_string(-hi) + ", " + std::to_string(hi - 1) +
+                "] for shape " + t.shape_str());
+  return dim < 0 ? dim + total : dim;
+}
+
+Tensor mop_stack(const Tensor& self, const std::vector<Tensor>& others) {
+  std::vector<UOp> s{uop_of(self)};
+  for (auto& t : others) s.push_back(uop_of(t));
+  DType dt = *dtype_from_uop(Ops::STACK, s, {});
+  for (auto& u : s) if (!u.base().is_invalid()) u = u.op() == Ops::CONST ? UOp::const_(u.val(), dt) : u.cast(dt);
+  return wrap(UOp::make(Ops::STACK, dt, s));
+}
+
+Tensor reduce_(const Tensor& self_in, Ops op, const Axis& axis, bool keepdim) {
+  Tensor self = self_in.cast(strong_dtype(self_in.dtype()));
+  std::vector<int64_t> axes;
+  if (!axis.axes) for (int64_t i = 0; i < self.ndim(); i++) axes.push_back(i);
+  else for (auto a : *axis.axes) axes.push_back(resolve_dim(self, a, false, op == Ops::ADD ? "sum" : op == Ops::MUL ? "prod" : "max"));
+  if (self.ndim() == 0) axes.clear();
+  Tensor ret = wrap(uop_of(self).rop(op, axes));
+  if (!keepdim) return ret;
+  Shape ks = self.shape();
+  for (auto a : axes) ks[a] = 1;
+  return ret.reshape(ks);
+}
+
+// ***** 4. realize, schedule, data *****
+
+std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors) {
+  std::vector<UOp> srcs;
+  for (auto& t : tensors) {
+    if (t.dtype().is_weak() && t.device()) throw Error("realize: cannot realize a weak dtype (" + dt_name(t.dtype()) + "); cast to a concrete dtype first");
+    srcs.push_back(uop_of(t));
+  }
+  Callified c = transform_to_call(UOp::sink(srcs));
+  std::unordered_map<UOp, UOp> becomes(c.becomes.begin(), c.becomes.end());
+  apply_map_to_tensors(becomes);
+  return create_linear_with_vars(c.call);
+}
+
+UOp schedule_linear(const std::vector<Tensor>& tensors) {
+  auto [linear, vars] = linear_with_vars(tensors);
+  if (!vars.empty()) throw Error("schedule_linear: the schedule has bound variables, use linear_with_vars");
+  return linear;
+}
+
+void Tensor::realize(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> to_realize;
+  for (auto& t : tensors)
+    if (!uop_of(t).is_virtual() && !uop_of(t).has_buffer_identity()) to_realize.push_back(t);
+  if (to_realize.empty()) return;
+  auto [linear, vars] = linear_with_vars(to_realize);
+  run_linear(linear, vars);
+}
+Tensor& Tensor::realize() {
+  realize({*this});
+  return *this;
+}
+
+std::vector<uint8_t> Tensor::data() const {
+  if (dtype().is_weak()) return cast(strong_dtype(dtype())).data();
+  if (numel() == 0) return {};
+  // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it
+  Tensor x = contiguous();
+  if (!device()) x = x.clone("CPU");
+  x.realize();
+  // tinygrad's UOp.buffer: through the nodes that share their source's storage, then a view that reads one
+  // contiguous range of a BUFFER (UOp.contiguous_view) is that range
+  auto through = [](UOp u) {
+    while (OpSet{Ops::CONTIGUOUS, Ops::CONTIGUOUS_BACKWARD, Ops::RESHAPE, Ops::DETACH, Ops::AFTER}.has(u.op())) u = u.src(0);
+    return u;
+  };
+  UOp u = through(uop_of(x));
+  size_t offset = 0;
+  if (u.op() != Ops::BUFFER) {
+    auto cv = u.contiguous_view();
+    if (!cv) throw Error("data: reading a non-contiguous view (" + std::string(op_name(u.op())) + ") is not supported");
+    offset = size_t(cv->second) * size_t(cv->first.dtype().itemsize());
+    u = through(cv->first.base());
+  }
+  if (u.op() != Ops::BUFFER) throw Error("data: no buffer behind the view (" + std::string(op_name(u.op())) + ")");
+  Buffer& b = buffer_of(u);
+  std::vector<uint8_t> all(b.nbytes());
+  b.copyout(all.data(), all.size());
+  size_t n = size_t(numel()) * size_t(dtype().itemsize());
+  if (offset + n > all.size()) internal_error("data: a view past the end of its buffer");
+  std::vector<uint8_t> out(all.begin() + int64_t(offset), all.begin() + int64_t(offset + n));
+  return out;
+}
+
+Tensor Tensor::from_bytes(const std::vector<uint8_t>& bytes, DType src_dtype, const Shape& shape, std::optional<DType> dtype,
+                          const std::string& device) {
+  if (dtype && dtype->is_weak()) throw Error("from_vector: cannot create storage for weak dtype " + dt_name(*dtype));
+  int64_t n = 1;
+  for (auto s : shape) {
+    if (s < 0) throw Error("from_vector: negative dimension in shape " + tg::shape_str(shape));
+    n *= s;
+  }
+  if (size_t(n) * src_dtype.itemsize() != bytes.size())
+    throw Error("from_vector: " + std::to_string(bytes.size() / src_dtype.itemsize()) + " elements of " + dt_name(src_dtype) +
+                " do not fill shape " + tg::shape_str(shape));
+  // tinygrad stages host data in a PYTHON device buffer and COPYs it over; we write the device BUFFER directly
+  UOp buf = UOp::new_buffer(canonicalize_device(device), n, src_dtype);
+  if (n) buffer_of(buf).copyin(bytes.data(), bytes.size());
+  Tensor ret = wrap(buf.reshape(shape));
+  return dtype ? ret.cast(*dtype) : ret;
+}
+
+Tensor Tensor::contiguous() const {
+  UOp u = uop_of(*this).contiguous();
+  return u == uop_of(*this) ? *this : wrap(u);
+}
+Tensor Tensor::detach() const { return alu(*this, Ops::DETACH); }
+
+Tensor Tensor::to(const std::string& device) const {
+  const UOp& u = uop_of(*this);
+  if (!u.device()) return *this;
+  std::string dev = canonicalize_device(device);
+  if (dev == *u.device()) return *this;
+  return wrap(u.copy_to_device(dev));
+}
+
+namespace {
+UOp clone_uop(const UOp& u, const std::string& device) {
+  std::optional<std::string> dev = device.empty() ? u.device() : std::optional<std::string>(canonicalize_device(device));
+  UOp ret = u.empty_like(std::nullopt, dev);
+  UOp src = !u.device() || u.device() == dev ? u : u.copy_to_device(*dev);
+  return ret.after({ret.store(src.cast(ret.dtype()))});
+}
+}  // namespace
+
+Tensor Tensor::clone(const std::string& device) const { return wrap(clone_uop(uop_of(*this), device)); }
+
+Tensor& Tensor::replace(const Tensor& x) {
+  if (shape() != x.shape()) throw Error("replace: shape mismatch " + shape_str() + " != " + x.shape_str());
+  impl_->uop = uop_of(x);
+  return *this;
+}
+
+Tensor& Tensor::assign(const Tensor& x_in) {
+  if (dtype().is_weak()) impl_->uop = clone_uop(uop_of(*this), "");
+  if (uop_of(*this) == uop_of(x_in)) return *this;  // a self assign is a no-op
+  Tensor x = x_in;
+  try {
+    x = x.expand(shape());
+  } catch (const Error&) {
+    throw Error("assign: cannot broadcast " + x_in.shape_str() + " to " + shape_str());
+  }
+  if (x.dtype().is_weak()) x = x.cast(least_upper_dtype({dtype(), x.dtype()}));
+  if (x.dtype() != dtype()) throw Error("assign: dtype mismatch " + dt_name(dtype()) + " != " + dt_name(x.dtype()));
+  if (uop_of(x).device() && device() && device() != x.device())
+    throw Error("assign: device mismatch " + *device() + " != " + *x.device());
+  const UOp& self_u = uop_of(*this);
+  UOp assign = self_u.after({self_u.store(uop_of(x))});
+  UOp ib = self_u;
+  while (!ib.has_buffer_identity() && (GroupOp::Movement.has(ib.op()) || ib.op() == Ops::BITCAST || ib.op() == Ops::DETACH)) ib = ib.src(0);
+  // a view assign replaces at the buffer-identity level, so every tensor viewing that buffer sees the write
+  if (ib != self_u && ib.has_buffer_identity(true)) apply_map_to_tensors({{ib, ib.after({assign})}});
+  else impl_->uop = assign;
+  return *this;
+}
+
+}  // namespace tg

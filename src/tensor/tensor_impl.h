@@ -1,0 +1,48 @@
+#pragma once
+// The UOp behind a tg::Tensor, the live-tensor registry, and the tensor-side realize entry points (tensor.py).
+#include <unordered_map>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "tg/tensor.h"
+#include "uop/uop.h"
+
+namespace tg {
+
+// one live tensor: its current graph. Every TensorImpl is in the registry while it lives, so a realize can swap the
+// graph of every tensor that refers to what was realized (tinygrad's all_tensors)
+struct TensorImpl {
+  UOp uop;
+  explicit TensorImpl(UOp u);
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+};
+
+inline const UOp& uop_of(const Tensor& t) { return t.impl()->uop; }
+inline Tensor wrap(UOp u) { return Tensor(std::make_shared<TensorImpl>(std::move(u))); }
+inline Tensor lit(ConstVal v) { return wrap(UOp::const_(v)); }  // a weak literal (bool stays bool)
+
+// substitute the map into the graph of every live tensor that reaches one of its keys (_apply_map_to_tensors)
+void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map);
+size_t live_tensors();
+
+// tinygrad's Tensor.linear_with_vars / schedule_linear: callify, swap the live tensors to their buffers, schedule
+std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors);
+UOp schedule_linear(const std::vector<Tensor>& tensors);
+
+// the UOp-level pieces the Tensor ops share (the mixins' primitives)
+Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src = {}, const Arg& arg = {});
+std::pair<Tensor, Tensor> broadcasted(const Tensor& self, const Tensor& y, bool reverse = false);
+Tensor binop(const Tensor& self, Ops op, const Tensor& x, bool reverse = false);
+Tensor const_like(const Tensor& self, ConstVal v, std::optional<DType> dtype = std::nullopt);
+Tensor mop_stack(const Tensor& self, const std::vector<Tensor>& others);  // UOp._mop(Ops.STACK)
+Tensor reduce_(const Tensor& self, Ops op, const Axis& axis, bool keepdim);
+Tensor pad_constant(const Tensor& self, const std::vector<std::pair<int64_t, int64_t>>& pads, ConstVal value);
+Tensor cumalu(const Tensor& self, int64_t axis, Ops op);
+Tensor pool(const Tensor& self, const Shape& k, int64_t stride = 1, int64_t dilation = 1);
+// replace the random state of a device (tests build tinygrad's rand graphs from known key/counter buffers)
+void set_rng_state(const std::string& device, const Tensor& key, const Tensor& counter);
+int64_t resolve_dim(const Tensor& t, int64_t dim, bool extra = false, const char* op = "dim");
+
+}  // namespace tg

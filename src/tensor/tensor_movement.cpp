@@ -1,0 +1,261 @@
+// Movement ops on Tensor: the MovementMixin front ends (on UOp, src/uop/movement.cpp), OpMixin's pad with fill values,
+// cat/stack/repeat, pooling and cumulative ops, and basic indexing (tinygrad's mixin/movement.py and op.py).
+#include <algorithm>
+
+#include "tensor/tensor_impl.h"
+#include "uop/movement.h"
+
+namespace tg {
+
+namespace {
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+int64_t floordiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0) ? 1 : 0); }
+int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(a, -b); }
+Tensor W(const UOp& u) { return wrap(u); }
+}  // namespace
+
+// ***** 1. the MovementMixin front ends *****
+
+Tensor Tensor::reshape(const Shape& s) const { UOp u = uop_of(*this).reshape(s); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::expand(const Shape& s) const { UOp u = uop_of(*this).expand(s); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::permute(const std::vector<int64_t>& o) const { UOp u = uop_of(*this).permute(o); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::shrink(const Pairs& a) const { UOp u = uop_of(*this).shrink(a); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::flip(Axis axis) const {
+  UOp u = uop_of(*this).flip(axis.axes.value_or(std::vector<int64_t>{}));
+  return u == uop_of(*this) ? *this : W(u);
+}
+Tensor Tensor::transpose(int64_t a, int64_t b) const { UOp u = uop_of(*this).transpose(a, b); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::squeeze(std::optional<int64_t> d) const { UOp u = uop_of(*this).squeeze(d); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::unsqueeze(int64_t d) const { return W(uop_of(*this).unsqueeze(d)); }
+Tensor Tensor::flatten(int64_t a, int64_t b) const { UOp u = uop_of(*this).flatten(a, b); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::unflatten(int64_t d, const Shape& s) const { UOp u = uop_of(*this).unflatten(d, s); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::shrink_to(const Shape& s) const {
+  if (s.size() != shape().size()) throw Error("SHRINK: cannot shrink shape " + shape_str() + " to " + tg::shape_str(s));
+  UOp u = uop_of(*this).shrink_to(s);
+  return u == uop_of(*this) ? *this : W(u);
+}
+Tensor Tensor::pad_to(const Shape& s) const { UOp u = uop_of(*this).pad_to(s); return u == uop_of(*this) ? *this : W(u); }
+
+// ***** 2. OpMixin.pad: negative pads crop first, a non-zero fill masks the padded region *****
+
+Tensor pad_constant(const Tensor& self, const Pairs& pX, ConstVal value) {
+  bool has_neg = std::any_of(pX.begin(), pX.end(), [](auto& p) { return p.first < 0 || p.second < 0; });
+  Tensor X = self;
+  Pairs pads = pX;
+  if (has_neg) {
+    Pairs sh;
+    for (size_t i = 0; i < pX.size(); i++) {
+      int64_t s = self.shape()[i];
+      sh.push_back({-std::min<int64_t>(pX[i].first, 0), std::min(pX[i].second + s, s)});
+      pads[i] = {std::max<int64_t>(pX[i].first, 0), std::max<int64_t>(pX[i].second, 0)};
+    }
+    X = self.shrink(sh);
+  }
+  auto mpad = [&](const Tensor& t) { UOp u = uop_of(t).pad(pads); return u == uop_of(t) ? t : W(u); };
+  Tensor base = mpad(X);
+  if (value == ConstVal(0)) return base;
+  return mpad(const_like(X, ConstVal(true), dtypes::bool_)).where(base, lit(value));
+}
+
+Tensor Tensor::pad(const Pairs& padding, ConstVal value) const {
+  if (int64_t(padding.size()) != ndim())
+    throw Error("PAD: got " + std::to_string(padding.size()) + " (before, after) pairs for shape " + shape_str());
+  return pad_constant(*this, padding, value);
+}
+
+// ***** 3. cat, stack, repeat *****
+
+Tensor Tensor::stack(const std::vector<Tensor>& others, int64_t dim_in) const {
+  int64_t dim = resolve_dim(*this, dim_in, true, "stack");
+  for (auto& t : others)
+    if (t.shape() != shape()) throw Error("stack: all shapes must match, got " + shape_str() + " and " + t.shape_str());
+  Tensor ret = mop_stack(*this, others);
+  if (dim == 0) return ret;
+  std::vector<int64_t> perm;
+  for (int64_t i = 1; i <= dim; i++) perm.push_back(i);
+  perm.push_back(0);
+  for (int64_t i = dim + 1; i < ret.ndim(); i++) perm.push_back(i);
+  return ret.permute(perm);
+}
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("stack: needs at least one tensor");
+  return tensors[0].stack(std::vector<Tensor>(tensors.begin() + 1, tensors.end()), dim);
+}
+
+Tensor Tensor::cat(const std::vector<Tensor>& others, int64_t dim_in) const {
+  int64_t dim = resolve_dim(*this, dim_in, false, "cat");
+  for (auto& t : others) {
+    bool ok = t.ndim() == ndim();
+    for (int64_t i = 0; ok && i < ndim(); i++) ok = i == dim || t.shape()[size_t(i)] == shape()[size_t(i)];
+    if (!ok) throw Error("cat: shapes " + shape_str() + " and " + t.shape_str() + " differ outside dim " + std::to_string(dim));
+  }
+  if (std::all_of(others.begin(), others.end(), [&](auto& t) { return t.shape()[size_t(dim)] == shape()[size_t(dim)]; }))
+    return stack(others, dim).flatten(dim, dim + 1);
+  std::vector<Tensor> ts{*this};
+  ts.insert(ts.end(), others.begin(), others.end());
+  std::vector<int64_t> cum{0};
+  for (auto& t : ts) cum.push_back(cum.back() + t.shape()[size_t(dim)]);
+  Tensor ret;
+  for (size_t i = 0; i < ts.size(); i++) {
+    Pairs p(size_t(ndim()), {0, 0});
+    p[size_t(dim)] = {cum[i], cum.back() - cum[i + 1]};
+    Tensor padded = ts[i].pad(p);
+    ret = i == 0 ? padded : ret.dtype().is_bool() ? ret | padded : ret + padded;
+  }
+  return ret;
+}
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("cat: needs at least one tensor");
+  return tensors[0].cat(std::vector<Tensor>(tensors.begin() + 1, tensors.end()), dim);
+}
+Tensor Tensor::cat(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t) { return tg::cat(tensors, dim); }
+Tensor Tensor::stack(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t) { return tg::stack(tensors, dim); }
+
+Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
+  if (int64_t(repeats.size()) < ndim())
+    throw Error("repeat: " + std::to_string(repeats.size()) + " repeats can't be fewer than the dims of shape " + shape_str());
+  Shape base(repeats.size() - shape().size(), 1), unsq, expd, fin;
+  base.insert(base.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < repeats.size(); i++) {
+    if (repeats[i] < 0) throw Error("repeat: negative repeat " + std::to_string(repeats[i]) + " for shape " + shape_str());
+    if (repeats[i] != 1) unsq.push_back(1), expd.push_back(repeats[i]);
+    unsq.push_back(base[i]), expd.push_back(base[i]), fin.push_back(repeats[i] * base[i]);
+  }
+  return reshape(unsq).expand(expd).reshape(fin);
+}
+
+// ***** 4. pooling and cumulative ops *****
+
+Tensor pool(const Tensor& self, const Shape& k_, int64_t stride, int64_t dilation) {
+  size_t nk = k_.size(), nn = size_t(self.ndim()) - nk;
+  if (size_t(self.ndim()) < nk) throw Error("pool: can't pool " + self.shape_str() + " with " + shape_str(k_));
+  Shape noop(self.shape().begin(), self.shape().begin() + int64_t(nn)), i_(self.shape().begin() + int64_t(nn), self.shape().end()), o_, f_;
+  for (size_t j = 0; j < nk; j++) {
+    if (dilation * (k_[j] - 1) + 1 > i_[j]) throw Error("pool: kernel " + shape_str(k_) + " is larger than the input " + self.shape_str());
+    o_.push_back(ceildiv(i_[j] - dilation * (k_[j] - 1), stride));
+    f_.push_back(std::max<int64_t>(1, ceildiv(o_.back() * stride - dilation, i_[j])));
+  }
+  auto with = [&](auto fn) { Shape r = noop; for (size_t j = 0; j < nk; j++) fn(r, j); return r; };
+  std::vector<int64_t> reps(nn, 1);
+  for (size_t j = 0; j < nk; j++) reps.push_back(ceildiv(k_[j] * (i_[j] * f_[j] + dilation), i_[j]));
+  Tensor x = self.repeat(reps);
+  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j] * (i_[j] * f_[j] + dilation)); }));
+  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(i_[j] * f_[j] + dilation); }));
+  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j] * stride); }));
+  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]), r.push_back(stride); }));
+  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]), r.push_back(1); }));
+  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]); }));
+  std::vector<int64_t> perm;
+  for (size_t j = 0; j < nn; j++) perm.push_back(int64_t(j));
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(nn + j * 2 + 1));
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(nn + j * 2));
+  return x.permute(perm);
+}
+
+namespace {
+ConstVal identity_element(Ops op, DType dt) { return dt.const_(op == Ops::ADD ? ConstVal(0) : op == Ops::MUL ? ConstVal(1) : dt.min()); }
+Tensor reduce_op(const Tensor& t, Ops op, int64_t axis) { return op == Ops::ADD ? t.sum(axis) : op == Ops::MAX ? t.max(axis) : t.prod(axis); }
+}  // namespace
+
+Tensor cumalu(const Tensor& self, int64_t axis, Ops op) {
+  int64_t n = self.shape()[size_t(resolve_dim(self, axis))];
+  Pairs pads(size_t(self.ndim()), {0, 0});
+  pads.back() = {n - 1, 0};
+  Tensor pooled = pool(pad_constant(self.transpose(axis, -1), pads, identity_element(op, self.dtype())), {n});
+  return reduce_op(pooled, op, -1).transpose(axis, -1);
+}
+
+Tensor Tensor::cumsum(int64_t axis_in) const {
+  int64_t axis = resolve_dim(*this, axis_in, false, "cumsum");
+  if (ndim() == 0 || numel() == 0) return cast(sum().dtype());
+  constexpr int64_t SPLIT = 256;
+  int64_t s = shape()[size_t(axis)];
+  if (s <= SPLIT * 2) return cumalu(*this, axis, Ops::ADD);
+  // two stages: cumulative sums within chunks of SPLIT, then the running totals of the chunks added on
+  ConstVal value = identity_element(Ops::ADD, dtype());
+  Pairs p(size_t(ndim()), {0, 0});
+  p.back() = {ceildiv(s, SPLIT) * SPLIT - s, 0};
+  Tensor chunks = cumalu(pad_constant(transpose(axis, -1), p, value).unflatten(-1, {-1, SPLIT}), -1, Ops::ADD);
+  Tensor last = chunks[{Ellipsis{}, int64_t(-1)}];
+  Pairs p2(size_t(chunks.ndim() - 1), {0, 0});
+  p2.back() = {1, -1};
+  Tensor base = pad_constant(cumalu(last, -1, Ops::ADD), p2, value);
+  return alu(chunks, Ops::ADD, {base.unsqueeze(-1)}).flatten(-2)[{Ellipsis{}, Slice{-s, std::nullopt, std::nullopt}}].transpose(axis, -1);
+}
+
+// ***** 5. basic indexing: _normalize_indices, _parse_view_index, _apply_view_ops *****
+
+namespace {
+struct Parsed { int64_t size, b0, b1, stride; bool collapse, none; };
+
+Parsed parse_view_index(const Index& index, int64_t size) {
+  if (std::holds_alternative<NewAxis>(index)) return {1, 0, 1, 1, false, true};
+  if (auto* i = std::get_if<int64_t>(&index)) {
+    if (*i >= size || *i < -size)
+      throw Error("index: index " + std::to_string(*i) + " is out of bounds for a dim of size " + std::to_string(size));
+    int64_t b = *i >= 0 ? *i : *i + size;
+    return {size, b, b + 1, 1, true, false};
+  }
+  const Slice& sl = std::get<Slice>(index);
+  int64_t step = sl.step.value_or(1);
+  if (step == 0) throw Error("index: slice step cannot be 0");
+  // Python's slice.indices(size)
+  int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? size - 1 : size;
+  auto clampi = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v < 0 ? *v + size : *v;
+    return *v < 0 ? std::max(x, lower) : std::min(x, upper);
+  };
+  int64_t start = clampi(sl.start, step < 0 ? upper : lower), stop = clampi(sl.stop, step < 0 ? lower : upper);
+  int64_t b0 = start, b1 = stop;
+  if (step * (b1 - b0) < 0) b0 = b1 = 0;
+  else if (step < 0) b0 = stop + 1, b1 = start + 1;
+  return {ceildiv(b1 - b0, std::abs(step)), b0, b1, step, false, false};
+}
+}  // namespace
+
+Tensor Tensor::operator[](int64_t i) const { return (*this)[std::vector<Index>{i}]; }
+
+Tensor Tensor::operator[](const std::vector<Index>& indices_in) const {
+  std::vector<Index> indices = indices_in;
+  int64_t n_ell = 0, n_none = 0;
+  size_t fill = indices.size();
+  for (size_t i = 0; i < indices.size(); i++) {
+    if (std::holds_alternative<Ellipsis>(indices[i])) n_ell++, fill = i;
+    if (std::holds_alternative<NewAxis>(indices[i])) n_none++;
+  }
+  if (n_ell > 1) throw Error("index: an index can only have a single ellipsis");
+  int64_t num_real = int64_t(indices.size()) - n_ell - n_none;
+  if (num_real > ndim()) throw Error("index: too many indices (" + std::to_string(num_real) + ") for shape " + shape_str());
+  if (n_ell) indices.erase(indices.begin() + int64_t(fill));
+  indices.insert(indices.begin() + int64_t(fill), size_t(ndim() - num_real), Slice{});
+  std::vector<Parsed> parsed;
+  size_t dim = 0;
+  for (auto& idx : indices) {
+    bool none = std::holds_alternative<NewAxis>(idx);
+    parsed.push_back(parse_view_index(idx, none ? 1 : shape()[dim]));
+    if (!none) dim++;
+  }
+  // _apply_view_ops: shrink, flip the negative strides, then take every stride-th element
+  Pairs bounds;
+  std::vector<int64_t> flips, strides;
+  for (auto& p : parsed)
+    if (!p.none) {
+      if (p.stride < 0) flips.push_back(int64_t(bounds.size()));
+      bounds.push_back({p.b0, p.b1}), strides.push_back(std::abs(p.stride));
+    }
+  Tensor x = shrink(bounds).flip(flips);
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; })) {
+    Shape padded, split, keep, every;
+    for (size_t i = 0; i < strides.size(); i++) {
+      int64_t s = x.shape()[i], st = strides[i], r = ceildiv(s, st) * st;
+      padded.push_back(r), split.push_back(r / st), split.push_back(st), keep.push_back(r / st), keep.push_back(1), every.push_back(r / st);
+    }
+    x = x.pad_to(padded).reshape(split).shrink_to(keep).reshape(every);
+  }
+  Shape final_shape;
+  for (auto& p : parsed) if (!p.collapse) final_shape.push_back(p.size);
+  return x.reshape(final_shape);
+}
+
+}  // namespace tg

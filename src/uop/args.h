@@ -1,0 +1,83 @@
+#pragma once
+// The arg objects of later layers, printed exactly as tinygrad's repr: KernelInfo (a kernel AST's SINK), BufferizeOpts
+// (the scheduler's STAGE/bufferize), CallInfo (a CALL), with the Opt and Estimates values KernelInfo carries.
+//
+//   UOp sink = UOp::make(Ops::SINK, dtypes::void_, {store}, make_arg(KernelInfo{.name = "E_4"}));
+//   if (const KernelInfo* ki = kernel_info(sink)) ki->function_name();
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace tg {
+
+enum class OptOps : uint8_t { TC = 1, UPCAST, UNROLL, LOCAL, THREAD, GROUP, GROUPTOP, NOLOCALS, PADTO, SWAP };
+std::string_view opt_ops_name(OptOps o);  // "UPCAST"
+
+// one optimization: op on axis with arg (None, an int, or a tuple of ints for TC)
+struct Opt {
+  OptOps op = OptOps::UPCAST;
+  std::optional<int64_t> axis;
+  Arg arg;
+  bool operator==(const Opt& o) const { return op == o.op && axis == o.axis && arg == o.arg; }
+  std::string str() const;  // Opt(op=OptOps.UPCAST, axis=0, arg=4)
+};
+
+// tinygrad's renderer Estimates (symbolic counts are not kept: ints only)
+struct Estimates {
+  int64_t ops = 0, lds = 0, mem = 0;
+  bool operator==(const Estimates& o) const = default;
+  std::string str() const;  // Estimates(ops=8, lds=64, mem=64)
+};
+
+struct KernelInfo : ArgObject {
+  std::string name = "test";
+  std::vector<AxisType> axis_types;
+  bool dont_use_locals = false;
+  std::vector<Opt> applied_opts;
+  std::optional<std::vector<Opt>> opts_to_apply;
+  std::optional<Estimates> estimates;
+  int64_t beam = 0;
+  std::string function_name() const;  // name as a C identifier (tinygrad's to_function_name)
+  size_t hash() const override;
+  bool equals(const ArgObject& o) const override;
+  std::string str() const override;
+};
+
+struct BufferizeOpts : ArgObject {
+  // a device name, several (multi-device), an int (on AddrSpace.LOCAL: the id), or None
+  std::variant<std::monostate, std::string, std::vector<std::string>, int64_t> device;
+  AddrSpace addrspace = AddrSpace::GLOBAL;
+  bool removable = true;
+  size_t hash() const override;
+  bool equals(const ArgObject& o) const override;
+  std::string str() const override;
+};
+
+// tinygrad prints the gradient function as its id() (None when there is none); aux is not printed and not kept
+struct CallInfo : ArgObject {
+  std::optional<int64_t> grad_fxn;
+  std::optional<std::string> name;
+  bool precompile = false, precompile_backward = false;
+  size_t hash() const override;
+  bool equals(const ArgObject& o) const override;
+  std::string str() const override;
+};
+
+template <class T> Arg make_arg(T v) { return Arg(std::shared_ptr<const ArgObject>(std::make_shared<const T>(std::move(v)))); }
+// the arg of u as T, or nullptr when it is something else
+template <class T> const T* arg_as(const UOp& u) {
+  auto* o = std::get_if<std::shared_ptr<const ArgObject>>(&u.arg().v);
+  return o ? dynamic_cast<const T*>(o->get()) : nullptr;
+}
+inline const KernelInfo* kernel_info(const UOp& u) { return arg_as<KernelInfo>(u); }
+inline const BufferizeOpts* bufferize_opts(const UOp& u) { return arg_as<BufferizeOpts>(u); }
+inline const CallInfo* call_info(const UOp& u) { return arg_as<CallInfo>(u); }
+
+std::string py_repr(const std::string& s);  // Python's repr of a str: 'abc', "it's"
+std::string_view addrspace_name(AddrSpace a);  // "GLOBAL"
+
+}  // namespace tg

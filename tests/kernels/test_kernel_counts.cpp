@@ -1,0 +1,114 @@
+// Kernel counts: each graph here is also in tests/tools/gen_kernel_counts.py, which records how many kernels tinygrad
+// (a9069c177a) schedules for it in tests/data/kernel_counts.txt. Fusion must make exactly as many.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "tensor/tensor_impl.h"
+#include "tg/tensor.h"
+
+using namespace tg;
+
+namespace {
+
+Tensor E(const Shape& s, DType dt = dtypes::float32) { return Tensor::empty(s, dt); }
+
+Tensor conv_mops() {
+  Tensor xp = E({1, 1, 6, 6}).pad({{0, 0}, {0, 0}, {1, 1}, {1, 1}});
+  std::vector<Tensor> cols;
+  for (int64_t i = 0; i < 3; i++)
+    for (int64_t j = 0; j < 3; j++) cols.push_back(xp.shrink({{0, 1}, {0, 1}, {i, i + 6}, {j, j + 6}}));
+  return (Tensor::stack(cols, -1, nullptr) * E({9}).reshape({1, 1, 1, 1, 9})).sum(-1);
+}
+
+using Graph = std::function<std::vector<Tensor>()>;
+const std::map<std::string, Graph>& graphs() {
+  static const std::map<std::string, Graph> g{
+      {"add", [] { return std::vector{E({16}) + E({16})}; }},
+      {"ew_chain", [] { return std::vector{((E({4, 4}) + 1) * 2 - E({4, 4})).exp().sqrt()}; }},
+      {"broadcast_add", [] { return std::vector{E({4, 1}) + E({1, 4})}; }},
+      {"scalar_mul", [] { return std::vector{E({10}) * 3}; }},
+      {"const_only", [] { return std::vector{Tensor::full({4, 4}, 2.0).contiguous()}; }},
+      {"sum_all", [] { return std::vector{E({16}).sum()}; }},
+      {"sum_axis", [] { return std::vector{E({4, 8}).sum(1)}; }},
+      {"sum_keepdim_sub", [] { Tensor x = E({4, 8}); return std::vector{x - x.sum(1, true)}; }},
+      {"mean_var", [] { Tensor x = E({4, 8}); return std::vector{(x - x.mean(1, true)).square().mean(1)}; }},
+      {"max_reduce", [] { return std::vector{E({4, 8}).max(0)}; }},
+      {"softmax", [] { return std::vector{E({4, 8}).softmax(-1)}; }},
+      {"log_softmax", [] { return std::vector{E({4, 8}).log_softmax(-1)}; }},
+      {"logsumexp", [] { return std::vector{E({4, 8}).logsumexp(1)}; }},
+      {"matmul", [] { return std::vector{E({8, 16}).matmul(E({16, 4}))}; }},
+      {"matmul_bias_relu", [] { return std::vector{(E({8, 16}).matmul(E({16, 4})) + E({4})).relu()}; }},
+      {"mlp2", [] { return std::vector{E({8, 16}).matmul(E({16, 32})).relu().matmul(E({32, 4})).relu()}; }},
+      {"batched_matmul", [] { return std::vector{E({2, 3, 4, 5}).matmul(E({2, 3, 5, 6}))}; }},
+      {"pad", [] { return std::vector{E({4, 4}).pad({{1, 1}, {2, 0}})}; }},
+      {"pad_add", [] { return std::vector{E({4, 4}).pad({{1, 1}, {2, 0}}, 1.5) + 1}; }},
+      {"shrink", [] { return std::vector{E({8, 8}).shrink({{1, 5}, {2, 6}}) + 1}; }},
+      {"flip", [] { return std::vector{E({4, 6}).flip(0) * 2}; }},
+      {"pad_shrink_flip", [] { return std::vector{E({6, 6}).pad({{1, 1}, {1, 1}}).shrink({{0, 6}, {2, 8}}).flip(1) + 1}; }},
+      {"permute_add", [] { return std::vector{E({4, 8}).permute({1, 0}) + E({8, 4})}; }},
+      {"cat", [] { return std::vector{E({4, 4}).cat({E({2, 4})}, 0)}; }},
+      {"cat3", [] { return std::vector{E({4, 2}).cat({E({4, 3}), E({4, 1})}, 1) * 2}; }},
+      {"stack", [] { return std::vector{E({4}).stack({E({4})}, 0)}; }},
+      {"two_outputs_shared", [] { Tensor x = E({16}); return std::vector{x + 1, x * 2}; }},
+      {"two_outputs_reduce", [] { Tensor x = E({4, 8}); return std::vector{x.sum(1), x.max(1)}; }},
+      {"reduce_of_broadcast", [] { return std::vector{E({4, 1}).expand({4, 8}).sum(1)}; }},
+      {"reduce_then_expand", [] { return std::vector{E({4, 8}).sum(1, true).expand({4, 8}) * E({4, 8})}; }},
+      {"double_reduce", [] { return std::vector{E({4, 8}).sum(1).sum()}; }},
+      {"contiguous_mid", [] { return std::vector{(E({8}) + 1).contiguous() * 2}; }},
+      {"cast_chain", [] { return std::vector{(E({8}, dtypes::int32).cast(dtypes::float32) / 3).cast(dtypes::float16)}; }},
+      {"arange", [] { return std::vector{Tensor::arange(10).contiguous()}; }},
+      {"arange_dev", [] { return std::vector{Tensor::arange(10, dtypes::int32).to("CPU").contiguous()}; }},
+      {"arange_float_dev", [] { return std::vector{Tensor::arange(2, 20, 3, dtypes::float32).to("CPU") * 2}; }},
+      {"arange_add", [] { return std::vector{Tensor::arange(8) + E({8}, dtypes::int32)}; }},
+      {"eye", [] { return std::vector{Tensor::eye(4).contiguous()}; }},
+      {"eye_dev", [] { return std::vector{Tensor::eye(4).to("CPU").contiguous()}; }},
+      {"cumsum", [] { return std::vector{E({8}).cumsum()}; }},
+      {"where_cmp", [] { Tensor x = E({8}); return std::vector{(x > 0).where(x, x * 0.1)}; }},
+      {"argmax", [] { return std::vector{E({4, 8}).argmax(1)}; }},
+      {"conv_mops", [] { return std::vector{conv_mops()}; }},
+      {"repeat", [] { return std::vector{E({2, 3}).repeat({2, 2}) + 1}; }},
+      {"slice_contig", [] { return std::vector{E({16})[{Slice{4, 12, {}}}].contiguous()}; }},
+      {"slice_step", [] { return std::vector{E({16})[{Slice{{}, {}, 2}}] + 1}; }},
+      {"transpose_contig", [] { return std::vector{E({4, 8}).transpose().contiguous()}; }},
+      {"assign_add", [] { Tensor a = E({4, 4}).contiguous().realize(); return std::vector{a.assign(a + 1)}; }},
+      {"assign_then_read", [] { Tensor a = E({8}).contiguous().realize(); a.assign(a * 2); return std::vector{a + 1}; }},
+      {"two_assigns", [] {
+         Tensor a = E({8}).contiguous().realize(), b = E({8}).contiguous().realize();
+         return std::vector{a.assign(b + 1), b.assign(a + 2)};
+       }},
+  };
+  return g;
+}
+
+std::map<std::string, size_t> tinygrad_counts() {
+  std::ifstream f(std::string(TG_TEST_DATA) + "/kernel_counts.txt");
+  std::map<std::string, size_t> out;
+  std::string name;
+  size_t n;
+  while (f >> name >> n) out[name] = n;
+  return out;
+}
+
+}  // namespace
+
+TEST(KernelCounts, EveryGraphIsInTheTinygradFile) {
+  auto counts = tinygrad_counts();
+  ASSERT_GE(counts.size(), 30u);
+  for (auto& [name, g] : graphs()) EXPECT_TRUE(counts.contains(name)) << name;
+  for (auto& [name, n] : counts) EXPECT_TRUE(graphs().contains(name)) << name;
+}
+
+TEST(KernelCounts, EqualTinygrads) {
+  auto counts = tinygrad_counts();
+  size_t same = 0;
+  for (auto& [name, g] : graphs()) {
+    std::vector<Tensor> outs = g();
+    size_t ours = schedule_linear(outs).src().size();
+    EXPECT_EQ(ours, counts[name]) << name;
+    same += ours == counts[name];
+  }
+  std::printf("kernel counts: %zu/%zu graphs schedule as many kernels as tinygrad\n", same, graphs().size());
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+# Kernel counts tinygrad (a9069c177a) schedules for the graphs of tests/kernels/test_kernel_counts.cpp (same names, same
+# graphs). Run: cd /work/ref && PYTHONPATH=/work/ref /usr/bin/python3 /work/main/tests/tools/gen_kernel_counts.py > /work/main/tests/data/kernel_counts.txt
+from tinygrad import Tensor, dtypes
+
+def E(*shape, dtype=dtypes.float): return Tensor.empty(*shape, dtype=dtype)
+
+def conv_mops():
+  xp = E(1, 1, 6, 6).pad(((0, 0), (0, 0), (1, 1), (1, 1)))
+  cols = [xp.shrink(((0, 1), (0, 1), (i, i + 6), (j, j + 6))) for i in range(3) for j in range(3)]
+  return (Tensor.stack(*cols, dim=-1) * E(9).reshape(1, 1, 1, 1, 9)).sum(-1)
+
+def assign_add():
+  a = E(4, 4).contiguous().realize()
+  return [a.assign(a + 1)]
+def assign_then_read():
+  a = E(8).contiguous().realize()
+  a.assign(a * 2)
+  return [a + 1]
+def two_assigns():
+  a, b = E(8).contiguous().realize(), E(8).contiguous().realize()
+  return [a.assign(b + 1), b.assign(a + 2)]
+
+graphs = {
+  "add": lambda: [E(16) + E(16)],
+  "ew_chain": lambda: [((E(4, 4) + 1) * 2 - E(4, 4)).exp().sqrt()],
+  "broadcast_add": lambda: [E(4, 1) + E(1, 4)],
+  "scalar_mul": lambda: [E(10) * 3],
+  "const_only": lambda: [Tensor.full((4, 4), 2.0).contiguous()],
+  "sum_all": lambda: [E(16).sum()],
+  "sum_axis": lambda: [E(4, 8).sum(axis=1)],
+  "sum_keepdim_sub": lambda: [(x := E(4, 8)) - x.sum(axis=1, keepdim=True)],
+  "mean_var": lambda: [((x := E(4, 8)) - x.mean(axis=1, keepdim=True)).square().mean(axis=1)],
+  "max_reduce": lambda: [E(4, 8).max(axis=0)],
+  "softmax": lambda: [E(4, 8).softmax(axis=-1)],
+  "log_softmax": lambda: [E(4, 8).log_softmax(axis=-1)],
+  "logsumexp": lambda: [E(4, 8).logsumexp(axis=1)],
+  "matmul": lambda: [E(8, 16) @ E(16, 4)],
+  "matmul_bias_relu": lambda: [(E(8, 16) @ E(16, 4) + E(4)).relu()],
+  "mlp2": lambda: [((E(8, 16) @ E(16, 32)).relu() @ E(32, 4)).relu()],
+  "batched_matmul": lambda: [E(2, 3, 4, 5) @ E(2, 3, 5, 6)],
+  "pad": lambda: [E(4, 4).pad(((1, 1), (2, 0)))],
+  "pad_add": lambda: [E(4, 4).pad(((1, 1), (2, 0)), value=1.5) + 1],
+  "shrink": lambda: [E(8, 8).shrink(((1, 5), (2, 6))) + 1],
+  "flip": lambda: [E(4, 6).flip(0) * 2],
+  "pad_shrink_flip": lambda: [E(6, 6).pad(((1, 1), (1, 1))).shrink(((0, 6), (2, 8))).flip(1) + 1],
+  "permute_add": lambda: [E(4, 8).permute(1, 0) + E(8, 4)],
+  "cat": lambda: [E(4, 4).cat(E(2, 4), dim=0)],
+  "cat3": lambda: [E(4, 2).cat(E(4, 3), E(4, 1), dim=1) * 2],
+  "stack": lambda: [E(4).stack(E(4), dim=0)],
+  "two_outputs_shared": lambda: [(x := E(16)) + 1, x * 2],
+  "two_outputs_reduce": lambda: [(x := E(4, 8)).sum(axis=1), x.max(axis=1)],
+  "reduce_of_broadcast": lambda: [E(4, 1).expand(4, 8).sum(axis=1)],
+  "reduce_then_expand": lambda: [E(4, 8).sum(axis=1, keepdim=True).expand(4, 8) * E(4, 8)],
+  "double_reduce": lambda: [E(4, 8).sum(axis=1).sum()],
+  "contiguous_mid": lambda: [((E(8) + 1).contiguous() * 2)],
+  "cast_chain": lambda: [(E(8, dtype=dtypes.int32).cast(dtypes.float) / 3).cast(dtypes.half)],
+  "arange": lambda: [Tensor.arange(10).contiguous()],
+  "arange_dev": lambda: [Tensor.arange(10, dtype=dtypes.int32).to("CPU").contiguous()],
+  "arange_float_dev": lambda: [Tensor.arange(2, 20, 3, dtype=dtypes.float).to("CPU") * 2],
+  "arange_add": lambda: [Tensor.arange(8) + E(8, dtype=dtypes.int32)],
+  "eye": lambda: [Tensor.eye(4).contiguous()],
+  "eye_dev": lambda: [Tensor.eye(4).to("CPU").contiguous()],
+  "cumsum": lambda: [E(8).cumsum()],
+  "where_cmp": lambda: [((x := E(8)) > 0).where(x, x * 0.1)],
+  "argmax": lambda: [E(4, 8).argmax(axis=1)],
+  "conv_mops": lambda: [conv_mops()],
+  "repeat": lambda: [E(2, 3).repeat(2, 2) + 1],
+  "slice_contig": lambda: [E(16)[4:12].contiguous()],
+  "slice_step": lambda: [E(16)[::2] + 1],
+  "transpose_contig": lambda: [E(4, 8).transpose().contiguous()],
+  "assign_add": assign_add,
+  "assign_then_read": assign_then_read,
+  "two_assigns": two_assigns,
+}
+
+if __name__ == "__main__":
+  for name, fn in graphs.items():
+    outs = fn()
+    print(name, len(Tensor.schedule_linear(*outs).src))
