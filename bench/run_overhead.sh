@@ -12,5 +12,5 @@ cmake --build "$BUILD" --target bench_overhead >/dev/null
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$BUILD/bench/overhead" "$REPS" | tee "$tmp/cpp.txt"
 PYTHONPATH="$TINYGRAD_PATH" "$PYTHON" bench/overhead_tinygrad.py "$(( REPS / 10 > 5 ? REPS / 10 : 5 ))" | tee "$tmp/py.txt"
-join <(awk '{print $2, $6, $8}' "$tmp/cpp.txt" | sort) <(awk '{print $2, $6, $8}' "$tmp/py.txt" | sort) |
+join <(awk '{print $2, $6, $9}' "$tmp/cpp.txt" | sort) <(awk '{print $2, $6, $9}' "$tmp/py.txt" | sort) |
   awk '{ printf "%-8s cold: tinygrad.cpp is %6.1fx faster   steady: %6.1fx faster\n", $1, $4 / $2, $5 / $3 }'

@@ -60,8 +60,18 @@ std::shared_ptr<Buffer> resolve_buffer(const UOp& u) {
   throw Error("no buffer behind a " + std::string(op_name(u.op())) + " node");
 }
 
-const ClangRenderer& renderer_for(const std::string&) {
-  static const ClangRenderer clang;
+// clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
+// renderer's software bfloat16 rules (bit casts through float32) do all the math
+const ClangRenderer& renderer_for(const std::string& device) {
+  static const ClangRenderer clang = [&] {
+    ClangRenderer r;
+    try {
+      compile_cached(get_device(device), "__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+    } catch (const Error&) {
+      r.type_map[DTypeId::bfloat16] = "unsigned short";
+    }
+    return r;
+  }();
   return clang;
 }
 
@@ -69,18 +79,18 @@ struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::unique_ptr<Program> prg;
 };
+// per device, keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
-  static std::unordered_map<std::string, Lowered> cache;
-  const auto& k = ast.key();
-  std::string key = device + "\n" + std::string(k.begin(), k.end());
-  auto [it, added] = cache.try_emplace(key);
+  static std::unordered_map<std::string, std::unordered_map<UOp, Lowered>> cache;
+  auto& per_dev = cache[device];
+  auto [it, added] = per_dev.try_emplace(ast);
   if (added) {
     try {
       Device& dev = get_device(device);
       it->second.spec = to_program(ast, renderer_for(device));
       it->second.prg = dev.load(it->second.spec->kernel.entry_name, compile_cached(dev, it->second.spec->kernel.src));
     } catch (...) {
-      cache.erase(it);
+      per_dev.erase(it);
       throw;
     }
   }

@@ -1,4 +1,5 @@
 // C-style renderers (tinygrad's renderer/cstyle.py): string rules per node, one pass over the linearized list.
+#include <cstring>
 #include "renderer/cstyle.h"
 
 #include <algorithm>
@@ -234,6 +235,16 @@ PatternMatcher base_rewrite() {
       UPat(OpSet{ENDIF, END}, {}, {}, {}, "", true) >> [](M m) { return emit(m, "}"); },
 
       // literals: a CAST of a CONST
+      // bfloat16 stored as unsigned short (no __bf16 in the compiler): the literal is its bit pattern
+      castc(dtypes::bfloat16) >> [](M m) -> UOp {
+        auto it = rn(m).type_map.find(DTypeId::bfloat16);
+        if (it == rn(m).type_map.end() || it->second != "unsigned short") return {};
+        float f = float(m["c"].val().as_double());
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        uint32_t bits = std::isnan(f) ? 0x7fc0u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+        return emit(m, "((unsigned short)" + std::to_string(bits) + "u)");
+      },
       castc(kFloats) >> [](M m) -> UOp {
         double v = m["c"].val().as_double();
         if (std::isfinite(v)) return {};

@@ -129,24 +129,25 @@ UOp create_schedule(const UOp& sched_sink) {
 
 namespace {
 
-std::unordered_map<std::string, UOp>& schedule_cache() {
-  static std::unordered_map<std::string, UOp> c;
+// keyed by the function node itself: hash-consing makes an equal graph the same node, and the key keeps it alive, so
+// a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph)
+std::unordered_map<UOp, UOp>& schedule_cache() {
+  static std::unordered_map<UOp, UOp> c;
   return c;
 }
 
 UOp lower_sink_to_linear(const UOp& function) {
   auto st = std::chrono::steady_clock::now();
-  const auto& k = function.key();
-  std::string key(k.begin(), k.end());
   bool scache = getenv_int("SCACHE", 1) != 0, hit = false;
   UOp linear;
-  if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
+  if (auto it = schedule_cache().find(function); scache && it != schedule_cache().end()) linear = it->second, hit = true;
   else {
     linear = create_schedule(get_kernel_graph(function));
-    if (scache) schedule_cache()[key] = linear;
+    if (scache) schedule_cache()[function] = linear;
   }
   if ((debug_level() >= 1 && linear.src().size() > 1) || debug_level() >= 3) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();
+    const auto& k = function.key();
     char hex[9];
     std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", k[0], k[1], k[2], k[3]);
     std::printf("scheduled %5zu kernels in %8.2f ms | %s %s | %7zu uops in cache\n", linear.src().size(), ms,

@@ -30,8 +30,9 @@ inline tg::Tensor to_tg(const at::Tensor& a0) {
   return tg::Tensor::from_bytes(bytes, dt, a.sizes().vec());
 }
 
+// a weak dtype (an int tensor times a float literal is weakfloat in tinygrad) is read as its strong dtype, as tinygrad does
 inline at::Tensor to_torch(const tg::Tensor& t) {
-  auto st = oracle::to_torch(t.dtype());
+  auto st = oracle::to_torch(tg::strong_dtype(t.dtype()));
   if (!st) throw std::runtime_error("no torch dtype for " + std::string(t.dtype().name()));
   std::vector<uint8_t> bytes = t.data();
   at::Tensor a = at::empty(t.shape(), at::TensorOptions().dtype(*st));
@@ -87,6 +88,17 @@ inline std::vector<Layout> layouts(size_t ndim) {
                    }});
   }
   return out;
+}
+
+// torch 1.13 lacks some CPU kernels for float16/bfloat16 (sqrt, mm ...): then it computes in float32 and rounds
+template <class F, class... A> at::Tensor torch_eval(F&& f, const A&... xs) {
+  try {
+    return f(xs...);
+  } catch (const c10::Error&) {
+    at::ScalarType st = std::get<0>(std::tie(xs...)).scalar_type();
+    at::Tensor r = f(xs.to(at::kFloat)...);
+    return r.is_floating_point() ? r.to(st) : r;
+  }
 }
 
 // compare a tg result with torch's; when `cast_expected` the torch result is first converted to the tg dtype (for ops
