@@ -1,5 +1,5 @@
-// tinygrad's codegen/decomp/op.py (integer division/modulo, MAX, shifts, NEG/SUB, comparisons, MULACC, FDIV) and the
-// ClangRenderer's extra matcher (float casts through float32, bfloat16 in software).
+// tinygrad's codegen/decomp/op.py (integer division/modulo, threefry2x32, MAX, shifts, NEG/SUB, comparisons, MULACC,
+// FDIV) and the ClangRenderer's extra matcher (float casts through float32, bfloat16 in software).
 #include <algorithm>
 
 #include "codegen/passes.h"
@@ -50,6 +50,26 @@ UOp fast_idiv(const UOp& x, int64_t d, bool dont_cast = false) {
   return is_unsigned ? r : r + (x < 0).where(x.ufix(1), lit(0));
 }
 
+// Threefry-2x32 with 20 rounds: the counter x and the key each carry two uint32 words packed in a uint64 (low word
+// first); the result packs the two output words the same way
+UOp threefry2x32(const UOp& x, const UOp& key) {
+  const DType u32 = dtypes::uint32, u64 = dtypes::uint64;
+  UOp k0 = key.cast(u32), k1 = (key >> 32).cast(u32);
+  const UOp sched[3] = {k1, k0 ^ k1 ^ 0x1BD11BDA, k0};
+  static constexpr int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  UOp a = x.cast(u32) + sched[2], b = (x >> 32).cast(u32) + sched[0];
+  for (int i = 0; i < 5; i++) {
+    for (int r : rot[i % 2]) {
+      UOp sum = a + b;
+      b = sum ^ ((b << r) + (b >> (32 - r)));
+      a = sum;
+    }
+    a = a + sched[i % 3];
+    b = b + sched[(i + 1) % 3] + i + 1;
+  }
+  return (b.cast(u64) << 32) | a.cast(u64);
+}
+
 bool nonneg_div(const UOp& a, const UOp& b) {
   ConstVal z(int64_t(0));
   return (!(a.vmin() < z) && z < b.vmin()) || (!(z < a.vmax()) && b.vmax() < z);
@@ -77,7 +97,7 @@ PatternMatcher get_simplifying_rewrite_patterns(OpSet ops) {
     UOp r = a.alu(CMOD, {b});
     return r + (r.ne(lit(0)) & (a < 0).ne(lit(0) > b)).where(b, b.const_like(0));
   });
-  if (!ops.has(THREEFRY)) pat.push_back(U(THREEFRY, dtypes::uint64) >> [](M) -> UOp { throw Error("THREEFRY decomposition is not ported"); });
+  if (!ops.has(THREEFRY)) pat.push_back(U(THREEFRY, dtypes::uint64, {V("x"), V("key")}) >> [](M m) { return threefry2x32(m["x"], m["key"]); });
   if (!ops.has(MAX) && ops.has(CMPLT))
     pat.push_back(U(MAX, {}, {}, {}, "m") >> [](M m) { return (m["m"].src(0) < m["m"].src(1)).where(m["m"].src(1), m["m"].src(0)); });
   return PatternMatcher(pat);
