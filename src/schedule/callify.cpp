@@ -36,39 +36,9 @@ UOp tag_uop(AllocCtx& ctx, const UOp& x) {
   return x.rtag(ints_tag({int64_t(ctx.uop_list.size() - 1)}));
 }
 
-// the buffer and element offset when reading `src` in order reads one contiguous range of a buffer (tinygrad's
-// UOp.contiguous_view): index the flattened value with one RANGE, push the index through the movement ops, and see
-// whether it lands on buffer[range + c]; the tag marks the node the walk has reached
-std::optional<std::pair<UOp, int64_t>> contiguous_view(const UOp& src) {
-  static const PatternMatcher pm_offset = PatternMatcher{
-      UPat(Ops::BITCAST, {}, {}, {}, "b", true) >> [](M m) -> UOp {
-        UOp b = m["b"];
-        return b.shape().size() != 1 ? b.src(0).flatten().bitcast(b.dtype()).reshape(b.shape()) : UOp();
-      },
-      UPat(Ops::BITCAST, {}, {}, {}, "b", true).index({UPat::cvar("c")}) >> [](M m) -> UOp {
-        UOp b = m["b"];
-        if (b.tag().none()) return {};
-        int64_t osz = b.element_size(), isz = b.src(0).element_size(), n = m.ctx<const UOp>().numel();
-        return b.src(0).flatten().index({UOp::range(n * osz / isz, 0) + lit(m["c"].val().as_int() * osz / isz)});
-      },
-      UPat(Ops::INDEX, {}, {UPat::var("b")}) >> [](M m) { return m["b"].rtag().index({lit(0)}); },
-      UPat(Ops::INDEX, {}, {UPat::var("b"), UPat(Ops::RANGE)}) >> [](M m) { return m["b"].rtag().index({lit(0)}); },
-      UPat(Ops::INDEX, {}, {UPat::var("b"), UPat(Ops::RANGE) + UPat::cvar("c")}) >> [](M m) { return m["b"].rtag().index({m["c"]}); },
-      UPat(Ops::INDEX, {}, {UPat::var("b"), UPat::cvar("c")}) >> [](M m) -> UOp {
-        return m.ctx<const UOp>().numel() == 1 ? m["b"].rtag().index({m["c"]}) : UOp();
-      },
-  };
-  static const PatternMatcher pm = pm_mops() + symbolic() + pm_offset;
-  UOp idx = src.flatten().index({UOp::range(src.numel(), 0)});
-  UOp out = graph_rewrite(idx, pm, const_cast<void*>(static_cast<const void*>(&src)));
-  if (out.op() != Ops::INDEX || out.src().size() != 2 || out.src(0).tag().none() || out.src(1).op() != Ops::CONST || out.src(1).val().kind != ConstVal::Int)
-    return std::nullopt;
-  return std::pair{out.src(0).rtag(Arg()), out.src(1).val().as_int()};
-}
-
 // the BUFFER range [offset, offset+size) that `src` reads in order, as a view of its own dtype; empty if it is none
 UOp make_buffer_view(const UOp& src) {
-  auto cv = contiguous_view(src);
+  auto cv = src.contiguous_view();
   if (!cv) return {};
   auto& [buf, offset] = *cv;
   if (buf.op() != Ops::BUFFER) return {};
