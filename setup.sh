@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up tinygrad.cpp on Debian 12 (as root, or a user with sudo), build it, and run something.
-#   ./setup.sh             install packages, build into build/, run the main job (build/tg_demo)
+#   ./setup.sh             install packages, build into build/, run the main job (build/beautiful_mnist: train on Fashion-MNIST)
 #   ./setup.sh --test      install packages, build into build/, run the whole test suite
 #   ./setup.sh --sanitize  install packages, build into build-asan/ with ASan+UBSan, run the tests
 # Safe to re-run: apt is skipped when every package is present, builds are incremental (ccache).
@@ -22,6 +22,8 @@ PACKAGES=(
   build-essential g++ clang cmake ninja-build ccache pkg-config
   libgtest-dev googletest
   libsqlite3-dev
+  nlohmann-json3-dev zlib1g-dev  # safetensors headers, gzipped datasets
+  dataset-fashion-mnist          # /usr/share/datasets/fashion-mnist: tg::nn::datasets::mnist and tests/nn
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
   python3 ca-certificates git
 )
@@ -58,7 +60,7 @@ build() {  # build DIR [cmake args...]
 case $mode in
   run)
     build build -DCMAKE_BUILD_TYPE=Release
-    exec build/tg_demo
+    exec build/beautiful_mnist
     ;;
   test)
     build build -DCMAKE_BUILD_TYPE=Release

@@ -8,6 +8,7 @@
 //   std::vector<float> v = b.to_vector<float>();  // schedule, compile, run, read back
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -59,6 +60,16 @@ struct NewAxis {};
 struct Ellipsis {};
 using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
 
+// an int or a list of ints, as tinygrad's conv/pool arguments take them (stride=2 or stride=(2, 1))
+struct IntList {
+  std::vector<int64_t> v;
+  bool is_int = false;  // given as one int (applies to every dim), not as a list of one
+  IntList(int x) : v{x}, is_int(true) {}
+  IntList(int64_t x) : v{x}, is_int(true) {}
+  IntList(std::initializer_list<int64_t> x) : v(x) {}
+  IntList(std::vector<int64_t> x) : v(std::move(x)) {}
+};
+
 class Tensor {
  public:
   // ** construction **
@@ -88,6 +99,10 @@ class Tensor {
   static Tensor randint(const Shape& shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32, const std::string& device = "");
   static Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, std::optional<DType> dtype = std::nullopt,
                         const std::string& device = "");
+  // layer initializers (nn_ops.cpp): uniform in +-prod(shape)^-0.5, +-sqrt(6/(fan_in+fan_out)), +-sqrt(6/(1+a^2)/fan_in)
+  static Tensor scaled_uniform(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor glorot_uniform(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor kaiming_uniform(const Shape& shape, double a = 0.01, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   Tensor rand_like(std::optional<DType> dtype = std::nullopt) const;
   Tensor randn_like(std::optional<DType> dtype = std::nullopt) const;
   // host data, in row-major order: the BUFFER is created on the device and written now
@@ -249,6 +264,54 @@ class Tensor {
   Tensor matmul(const Tensor& x, bool reverse = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor linear(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, std::optional<DType> dtype = std::nullopt) const;
   Tensor layernorm(Axis axis = -1, double eps = 1e-5) const;
+
+  // ** autograd (gradient.cpp): gradients are lazy UOp graphs built by one rule per op (tinygrad's gradient.py) **
+  // fills grad() of every live floating-point tensor with a device that this tensor depends on; a non-scalar needs
+  // `gradient` (the seed, shaped like this tensor)
+  Tensor& backward(std::optional<Tensor> gradient = std::nullopt);
+  // d(this)/d(target) for each target, without touching grad()
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, std::optional<Tensor> gradient = std::nullopt) const;
+  std::optional<Tensor> grad() const;
+  Tensor& set_grad(std::optional<Tensor> g);  // nullopt clears it (Optimizer::zero_grad)
+  bool is_param() const;                       // true unless marked a buffer (BatchNorm's running statistics)
+  Tensor& is_param_(bool is_param = true);
+  Tensor contiguous_backward() const;  // identity forward; the gradient flowing back is made contiguous
+
+  // ** nn functionals (nn_ops.cpp), tinygrad's Tensor methods; NCHW layouts, weights as tinygrad/PyTorch lay them out **
+  Tensor conv2d(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, int64_t groups = 1, IntList stride = 1,
+                IntList dilation = 1, IntList padding = 0, std::optional<DType> dtype = std::nullopt) const;
+  Tensor conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, int64_t groups = 1, IntList stride = 1,
+                          IntList dilation = 1, IntList padding = 0, IntList output_padding = 0) const;
+  Tensor max_pool2d(IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt, IntList dilation = 1, IntList padding = 0,
+                    bool ceil_mode = false) const;
+  // max_pool2d(return_indices=True): the values and the flat spatial index of each maximum
+  std::pair<Tensor, Tensor> max_pool2d_with_indices(IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt,
+                                                    IntList dilation = 1, IntList padding = 0, bool ceil_mode = false) const;
+  Tensor avg_pool2d(IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt, IntList dilation = 1, IntList padding = 0,
+                    bool ceil_mode = false, bool count_include_pad = true) const;
+  Tensor dropout(double p = 0.5) const;  // identity unless tg::training()
+  Tensor one_hot(int64_t num_classes) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor batchnorm(std::optional<Tensor> weight, std::optional<Tensor> bias, const Tensor& mean, const Tensor& invstd, Axis axis = 1) const;
+  Tensor sequential(const std::vector<std::function<Tensor(const Tensor&)>>& layers) const;
+  Tensor sparse_categorical_crossentropy(const Tensor& Y, int64_t ignore_index = -1, double label_smoothing = 0.0,
+                                         const std::string& reduction = "mean") const;
+  Tensor cross_entropy(const Tensor& Y, const std::string& reduction = "mean", double label_smoothing = 0.0) const;
+  Tensor binary_crossentropy(const Tensor& Y, const std::string& reduction = "mean") const;
+  Tensor binary_crossentropy_logits(const Tensor& Y, const std::string& reduction = "mean",
+                                    std::optional<Tensor> pos_weight = std::nullopt) const;
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, std::optional<Tensor> attn_mask = std::nullopt,
+                                      double dropout_p = 0.0, bool is_causal = false, bool enable_gqa = false) const;
+  Tensor leaky_relu(double neg_slope = 0.01) const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor logsigmoid() const;
+  Tensor hardtanh(double min_val = -1, double max_val = 1) const;
+  Tensor hardswish() const;
+  Tensor hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const;
+  Tensor mish() const;
+  Tensor swish() const { return silu(); }
+  Tensor rms_norm(Axis axis = -1, double eps = 1e-6) const;
 
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   std::string shape_str() const;

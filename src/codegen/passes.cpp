@@ -37,7 +37,6 @@ Arg::Ints with_type(const UOp& r, std::initializer_list<int64_t> extra, AxisType
   return a;
 }
 Ops reduce_op(const UOp& r) { return Ops(r.arg().ints()[0]); }
-int64_t prod(const Shape& s) { int64_t n = 1; for (auto x : s) n *= x; return n; }
 UOp opt(M m, std::string_view name) { try { return m[name]; } catch (const Error&) { return UOp(); } }
 // a node rebuilt with new sources, its dtype derived again where the op derives one (tinygrad's replace(dtype=None))
 UOp rebuild(const UOp& b, const std::vector<UOp>& src) {

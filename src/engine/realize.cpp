@@ -8,6 +8,7 @@
 
 #include "codegen/pipeline.h"
 #include "engine/program_cache.h"
+#include "engine/stats.h"
 #include "renderer/cstyle.h"
 #include "uop/args.h"
 #include "util/env.h"
@@ -77,14 +78,16 @@ const ClangRenderer& renderer_for(const std::string& device) {
 
 struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
-  std::unique_ptr<Program> prg;
+  std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
 // per device, keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
   static std::unordered_map<std::string, std::unordered_map<UOp, Lowered>> cache;
   auto& per_dev = cache[device];
   auto [it, added] = per_dev.try_emplace(ast);
+  engine_stats().program_lookups++;
   if (added) {
+    engine_stats().programs_built++;
     try {
       Device& dev = get_device(device);
       it->second.spec = to_program(ast, renderer_for(device));
@@ -101,6 +104,8 @@ struct Stats {
   int64_t kernel_count = 0;
   double time_sum_s = 0;
 } stats;
+
+std::vector<RecordedLaunch>* recorder = nullptr;
 
 std::string size_to_str(double n) {
   char b[32];
@@ -144,6 +149,8 @@ void exec_kernel(const UOp& call, const VarVals& vars) {
   bool dbg = debug_level() >= 2;
   double et = l.prg->launch(ptrs, vals, dims, dbg);
   stats.kernel_count++;
+  engine_stats().kernels_launched++;
+  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims});
   if (dbg) print_call(device, l.spec->name, ptrs.size(), et, l.spec->ops, l.spec->mem);
 }
 
@@ -151,14 +158,24 @@ void exec_copy(const UOp& call) {
   if (call.src().size() != 3) throw Error("run_linear: a COPY call takes (dest, src)");
   auto dest = resolve_buffer(call.src(1)), src = resolve_buffer(call.src(2));
   auto st = std::chrono::steady_clock::now();
-  dest->copy_from(*src);
+  // CPU memory is host memory: copy straight into (or out of) it, without staging through a host vector
+  auto host = [](const Buffer& b) { return b.device().starts_with("CPU"); };
+  if (dest->nbytes() != src->nbytes()) dest->copy_from(*src);  // throws, naming both sizes
+  else if (host(*dest)) src->copyout(dest->ptr(), src->nbytes());
+  else if (host(*src)) dest->copyin(src->ptr(), src->nbytes());
+  else dest->copy_from(*src);
   stats.kernel_count++;
+  engine_stats().copies++;
+  if (recorder) recorder->push_back({nullptr, "copy", {dest, src}, {}, {}});
   if (debug_level() >= 2)
     print_call(dest->device(), "copy " + size_to_str(double(dest->nbytes())) + ", " + dest->device() + " <- " + src->device(), 2,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(), 0, double(dest->nbytes()));
 }
 
 }  // namespace
+
+void set_launch_recorder(std::vector<RecordedLaunch>* rec) { recorder = rec; }
+std::vector<RecordedLaunch>* launch_recorder() { return recorder; }
 
 Buffer& buffer_of(const UOp& buf) {
   if (buf.op() != Ops::BUFFER) throw Error("buffer_of: expected a BUFFER, got " + std::string(op_name(buf.op())));

@@ -2,6 +2,10 @@
 // Running a LINEAR (tinygrad's engine/realize.py): compile every kernel CALL (cached), allocate the BUFFERs it names,
 // launch in order. BUFFER UOps own runtime Buffers through the registry below, allocated on first use and released
 // when the BUFFER node dies.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "runtime/buffer.h"
 #include "schedule/schedule.h"
 
@@ -10,5 +14,17 @@ namespace tg {
 void run_linear(const UOp& linear, const VarVals& vars = {});
 // the runtime buffer behind a BUFFER UOp (allocated now if it has none yet)
 Buffer& buffer_of(const UOp& buf);
+
+// one launch run_linear made, as TinyJit records it while capturing: a kernel, or a copy (prg null, bufs {dest, src})
+struct RecordedLaunch {
+  std::shared_ptr<Program> prg;
+  std::string name;
+  std::vector<std::shared_ptr<Buffer>> bufs;  // the kernel's buffer arguments in the program's order
+  std::vector<int64_t> vals;                  // its variable values
+  LaunchDims dims;
+};
+// while set (TinyJit capture), run_linear also appends every launch it makes to *rec; nullptr stops recording
+void set_launch_recorder(std::vector<RecordedLaunch>* rec);
+std::vector<RecordedLaunch>* launch_recorder();
 
 }  // namespace tg

@@ -27,7 +27,7 @@ void* LRUAllocator::alloc(size_t nbytes) {
 
 void LRUAllocator::free(void* p, size_t nbytes) {
   const char* lru = std::getenv("LRU");  // read directly: free runs in destructors and must not throw on a bad value
-  if (lru && std::string_view(lru) == "0") return raw_free_(p, nbytes);
+  if (!caching_ || (lru && std::string_view(lru) == "0")) return raw_free_(p, nbytes);
   std::lock_guard lk(mu_);
   cache_[nbytes].push_back(p);
   stats_.cached++, stats_.cached_bytes += nbytes;

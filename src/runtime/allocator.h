@@ -31,6 +31,8 @@ class LRUAllocator {
   void free(void* p, size_t nbytes);  // into the cache (or straight to the device with LRU=0)
   void free_cache();                  // returns every cached allocation to the device
   AllocStats stats() const;
+  // off: every free goes straight to the device (DISK: a mapping must not outlive its buffer, the file may change)
+  void set_caching(bool on) { caching_ = on; }
 
  private:
   RawAlloc raw_alloc_;
@@ -38,6 +40,7 @@ class LRUAllocator {
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> cache_;
   AllocStats stats_;
+  bool caching_ = true;
 };
 
 }  // namespace tg

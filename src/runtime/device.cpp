@@ -44,13 +44,14 @@ static std::unique_ptr<Device> open_device(const std::string& name) {
   std::string kind = name.substr(0, name.find(':'));
   if (kind == "CPU") return make_cpu_device(name);
   if (kind == "NULL") return make_null_device(name);
+  if (kind == "DISK") return make_disk_device(name);
   throw Error("device " + name + " is not available in this build of tinygrad.cpp");
 }
 
 bool device_available(std::string_view name) {
   std::string kind = canonicalize_device(name);
   kind = kind.substr(0, kind.find(':'));
-  return kind == "CPU" || kind == "NULL";
+  return kind == "CPU" || kind == "NULL" || kind == "DISK";
 }
 
 Device& get_device(std::string_view name) {

@@ -79,5 +79,6 @@ Device& get_device(std::string_view name = "");
 // factories, one per backend file
 std::unique_ptr<Device> make_cpu_device(const std::string& name);
 std::unique_ptr<Device> make_null_device(const std::string& name);
+std::unique_ptr<Device> make_disk_device(const std::string& name);
 
 }  // namespace tg

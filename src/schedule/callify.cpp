@@ -110,6 +110,18 @@ const PatternMatcher& early_transform() {
           [](M m) { return contiguous_mops_to_view(m.ctx<AllocCtx>(), m["c"], m["src"]); },
       UPat(Ops::STORE, {}, {UPat(Ops::BITCAST, {}, {}, {}, "src", true), UPat()}, {}, "c", true) >>
           [](M m) { return contiguous_mops_to_view(m.ctx<AllocCtx>(), m["c"], m["src"]); },
+      // DISK runs no kernels: a permute/expand/pad/flip of a DISK tensor is not made contiguous there; the COPY moves its
+      // source instead and the movement op runs on the destination device. Unlike tinygrad, the copy's tag moves onto
+      // the movement op, so realizing the tensor computes it (tinygrad drops the tag and leaves such a tensor lazy)
+      UPat(Ops::COPY, {}, {UPat(Ops::CONTIGUOUS, {}, {UPat::ops(GroupOp::Movement - OpSet{Ops::SHRINK, Ops::RESHAPE}, "x")})}, {}, "copy") >>
+          [](M m) { return disk_like(m["x"]) ? m["copy"].replace({.src = std::vector{m["x"]}}) : UOp(); },
+      UPat(Ops::COPY, {}, {UPat::ops(GroupOp::Movement - OpSet{Ops::SHRINK, Ops::RESHAPE}, "x")}, {}, "copy") >> [](M m) -> UOp {
+        UOp x = m["x"], copy = m["copy"];
+        if (!disk_like(x)) return {};
+        std::vector<UOp> s{copy.replace({.src = std::vector{x.src(0)}, .tag = Arg()})};
+        s.insert(s.end(), x.src().begin() + 1, x.src().end());
+        return x.replace({.src = s, .tag = copy.tag()});
+      },
       // every tagged node (a value to realize) gets a CONTIGUOUS carrying the tag
       UPat::ops(GroupOp::All - OpSet{Ops::CONTIGUOUS, Ops::AFTER, Ops::STORE}, "x") >> [](M m) -> UOp {
         UOp x = m["x"];

@@ -27,7 +27,6 @@ U F(const U& inner, OpSet op, std::string name = {}, bool any_len = false, std::
 const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
 
 template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-int64_t prod(const Shape& s) { int64_t n = 1; for (auto x : s) n *= x; return n; }
 UOp cint(int64_t v) { return UOp::const_(v); }
 UOp opt_capture(M m, std::string_view name) {
   try { return m[name]; } catch (const Error&) { return UOp(); }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/stats.h"
 #include "schedule/memory.h"
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
@@ -142,6 +143,7 @@ UOp lower_sink_to_linear(const UOp& function) {
   UOp linear;
   if (auto it = schedule_cache().find(function); scache && it != schedule_cache().end()) linear = it->second, hit = true;
   else {
+    engine_stats().schedule_cache_misses++;
     linear = create_schedule(get_kernel_graph(function));
     if (scache) schedule_cache()[function] = linear;
   }
@@ -198,22 +200,61 @@ UOp resolve_linear_call(const UOp& linear_call) {
   return linear.replace({.src = out});
 }
 
-// a kernel that is a plain copy between two devices becomes a COPY; otherwise all its buffers share one device
+bool is_disk(const std::optional<std::string>& d) { return d && d->starts_with("DISK"); }
+
+// the (dst, src) PARAMs of a kernel that only moves dst[i] = src[i], over one RANGE or for one element (at index 0)
+std::optional<std::pair<UOp, UOp>> plain_copy(const UOp& ast) {
+  if (ast.op() != Ops::SINK || ast.src().size() != 1) return std::nullopt;
+  UOp st = ast.src(0), r;
+  if (st.op() == Ops::END) {
+    if (st.src().size() != 2 || st.src(1).op() != Ops::RANGE) return std::nullopt;
+    r = st.src(1), st = st.src(0);
+  }
+  if (st.op() != Ops::STORE || st.src().size() != 2) return std::nullopt;
+  auto param_at = [&](const UOp& x) -> UOp {
+    if (x.op() != Ops::INDEX || x.src().size() != 2 || x.src(0).op() != Ops::PARAM) return {};
+    const UOp& i = x.src(1);
+    bool ok = r ? i == r : i.op() == Ops::CONST && i.val().is_int() && i.val().as_int() == 0;
+    return ok ? x.src(0) : UOp();
+  };
+  UOp dst = param_at(st.src(0)), src = param_at(st.src(1));
+  if (!dst || !src || dst.dtype() != src.dtype()) return std::nullopt;
+  return std::pair{dst, src};
+}
+
+// tinygrad's pm_copy_from_store: a kernel that is a plain copy between two devices (or in or out of a DISK file, where
+// no kernel can run) becomes a CALL of COPY(src) with the args (dst, src); any other kernel must have its buffers on
+// one device
 UOp copy_from_store(const UOp& call) {
   const UOp& ast = call.src(0);
-  if (ast.op() != Ops::SINK || call.src().size() < 2) return {};
+  if (ast.op() != Ops::SINK || call.src().size() < 2) return call;
+  if (auto pc = plain_copy(ast)) {
+    auto& [dst, src] = *pc;
+    if (dst.device() != src.device() || is_disk(dst.device())) {
+      auto arg = [&](const UOp& p) {
+        int64_t slot = p.arg().param().slot;
+        if (slot < 0 || size_t(slot) + 1 >= call.src().size()) internal_error("copy kernel reads argument " + std::to_string(slot));
+        return call.src(size_t(slot) + 1);
+      };
+      UOp copy = UOp::make(Ops::COPY, src.dtype(), {src}, Arg(*dst.device()));
+      return UOp::make(Ops::CALL, dtypes::void_, {copy, arg(dst), arg(src)}, call.arg());
+    }
+  }
   std::optional<std::string> dev;
   for (auto& x : ast.toposort())
     if (x.op() == Ops::PARAM && x.device()) {
-      if (dev && *dev != *x.device()) throw Error("all buffers of a kernel must be on the same device: " + *dev + ", " + *x.device());
+      if (dev && *dev != *x.device())
+        throw Error("all buffers of a kernel must be on the same device: " + *dev + ", " + *x.device() +
+                    (is_disk(dev) || is_disk(x.device()) ? " (a DISK tensor can only be copied, as one contiguous range: .to(\"CPU\"))" : ""));
       dev = x.device();
     }
-  return {};
+  return call;
 }
 
 }  // namespace
 
 std::pair<UOp, VarVals> create_linear_with_vars(const UOp& big_sink) {
+  engine_stats().schedules++;
   PatternMatcher pm_schedule{UPat(Ops::SINK, {}, {}, {}, "function", true) >> [](M m) -> UOp {
     return kernel_info(m["function"]) ? UOp() : lower_sink_to_linear(m["function"]);
   }};
@@ -222,7 +263,9 @@ std::pair<UOp, VarVals> create_linear_with_vars(const UOp& big_sink) {
                                 return resolve_linear_call(m["c"]);
                               }} + pm_flatten_linear();
   UOp linear = graph_rewrite(linear_call, pm_resolve);
-  for (auto& c : linear.src()) copy_from_store(c);
+  std::vector<UOp> calls;
+  for (auto& c : linear.src()) calls.push_back(copy_from_store(c));
+  linear = linear.replace({.src = calls});
   VarVals var_vals;
   for (size_t i = 1; i < big_sink.src().size(); i++) {
     const UOp& b = big_sink.src(i);

@@ -21,9 +21,18 @@ std::unordered_set<TensorImpl*>& registry() {
 std::string dt_name(DType d) { return std::string(d.name()); }
 }  // namespace
 
-TensorImpl::TensorImpl(UOp u) : uop(std::move(u)) { registry().insert(this); }
+TensorImpl::TensorImpl(UOp u) : uop(std::move(u)) {
+  static uint64_t counter = 0;
+  seq = counter++;
+  registry().insert(this);
+}
 TensorImpl::~TensorImpl() { registry().erase(this); }
 size_t live_tensors() { return registry().size(); }
+std::vector<TensorImpl*> all_tensors() {
+  std::vector<TensorImpl*> r(registry().begin(), registry().end());
+  std::sort(r.begin(), r.end(), [](TensorImpl* a, TensorImpl* b) { return a->seq < b->seq; });
+  return r;
+}
 
 void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
   // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo)
@@ -195,6 +204,8 @@ Tensor& Tensor::realize() {
 }
 
 std::vector<uint8_t> Tensor::data() const {
+  // as tinygrad: a value read while TinyJit captures would be baked into every replay
+  if (launch_recorder()) throw Error("data: cannot read tensor data while TinyJit captures (the value would be baked into the replay)");
   if (dtype().is_weak()) return cast(strong_dtype(dtype())).data();
   if (numel() == 0) return {};
   // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it
@@ -217,11 +228,11 @@ std::vector<uint8_t> Tensor::data() const {
   }
   if (u.op() != Ops::BUFFER) throw Error("data: no buffer behind the view (" + std::string(op_name(u.op())) + ")");
   Buffer& b = buffer_of(u);
-  std::vector<uint8_t> all(b.nbytes());
-  b.copyout(all.data(), all.size());
   size_t n = size_t(numel()) * size_t(dtype().itemsize());
-  if (offset + n > all.size()) internal_error("data: a view past the end of its buffer");
-  std::vector<uint8_t> out(all.begin() + int64_t(offset), all.begin() + int64_t(offset + n));
+  if (offset + n > b.nbytes()) internal_error("data: a view past the end of its buffer");
+  // read only the viewed range: a view of a large DISK file must not read the whole file
+  std::vector<uint8_t> out(n);
+  b.dev().copyout(out.data(), static_cast<char*>(b.ptr()) + offset, n);
   return out;
 }
 
@@ -254,7 +265,9 @@ Tensor Tensor::to(const std::string& device) const {
   if (!u.device()) return *this;
   std::string dev = canonicalize_device(device);
   if (dev == *u.device()) return *this;
-  return wrap(u.copy_to_device(dev));
+  Tensor ret = wrap(u.copy_to_device(dev));
+  if (impl_->grad) ret.impl_->grad = Tensor(impl_->grad).to(dev).impl_;
+  return ret.is_param_(is_param());
 }
 
 namespace {
@@ -266,7 +279,11 @@ UOp clone_uop(const UOp& u, const std::string& device) {
 }
 }  // namespace
 
-Tensor Tensor::clone(const std::string& device) const { return wrap(clone_uop(uop_of(*this), device)); }
+Tensor Tensor::clone(const std::string& device) const {
+  Tensor ret = wrap(clone_uop(uop_of(*this), device));
+  if (impl_->grad) ret.impl_->grad = Tensor(impl_->grad).clone(device).impl_;
+  return ret.is_param_(is_param());
+}
 
 Tensor& Tensor::replace(const Tensor& x) {
   if (shape() != x.shape()) throw Error("replace: shape mismatch " + shape_str() + " != " + x.shape_str());

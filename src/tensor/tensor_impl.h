@@ -13,6 +13,9 @@ namespace tg {
 // graph of every tensor that refers to what was realized (tinygrad's all_tensors)
 struct TensorImpl {
   UOp uop;
+  std::shared_ptr<TensorImpl> grad;  // filled by backward() (gradient.cpp)
+  bool is_param = true;              // false for buffers an optimizer leaves alone (BatchNorm's running statistics)
+  uint64_t seq;                      // creation order: all_tensors() lists tensors as tinygrad's dict does
   explicit TensorImpl(UOp u);
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
@@ -26,6 +29,7 @@ inline Tensor lit(ConstVal v) { return wrap(UOp::const_(v)); }  // a weak litera
 // substitute the map into the graph of every live tensor that reaches one of its keys (_apply_map_to_tensors)
 void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map);
 size_t live_tensors();
+std::vector<TensorImpl*> all_tensors();  // the live tensors, oldest first
 
 // tinygrad's Tensor.linear_with_vars / schedule_linear: callify, swap the live tensors to their buffers, schedule
 std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors);
@@ -41,6 +45,7 @@ Tensor reduce_(const Tensor& self, Ops op, const Axis& axis, bool keepdim);
 Tensor pad_constant(const Tensor& self, const std::vector<std::pair<int64_t, int64_t>>& pads, ConstVal value);
 Tensor cumalu(const Tensor& self, int64_t axis, Ops op);
 Tensor pool(const Tensor& self, const Shape& k, int64_t stride = 1, int64_t dilation = 1);
+Tensor pool(const Tensor& self, const Shape& k, const Shape& stride, const Shape& dilation);  // per-dim stride/dilation
 // replace the random state of a device (tests build tinygrad's rand graphs from known key/counter buffers)
 void set_rng_state(const std::string& device, const Tensor& key, const Tensor& counter);
 int64_t resolve_dim(const Tensor& t, int64_t dim, bool extra = false, const char* op = "dim");

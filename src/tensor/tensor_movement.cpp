@@ -119,7 +119,7 @@ Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
   for (size_t i = 0; i < repeats.size(); i++) {
     if (repeats[i] < 0) throw Error("repeat: negative repeat " + std::to_string(repeats[i]) + " for shape " + shape_str());
     if (repeats[i] != 1) unsq.push_back(1), expd.push_back(repeats[i]);
-    unsq.push_back(base[i]), expd.push_back(base[i]), fin.push_back(repeats[i] * base[i]);
+    unsq.push_back(base[i]), expd.push_back(base[i]), fin.push_back(mul_checked(repeats[i], base[i], "repeat"));
   }
   return reshape(unsq).expand(expd).reshape(fin);
 }
@@ -127,22 +127,27 @@ Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
 // ***** 4. pooling and cumulative ops *****
 
 Tensor pool(const Tensor& self, const Shape& k_, int64_t stride, int64_t dilation) {
+  return pool(self, k_, Shape(k_.size(), stride), Shape(k_.size(), dilation));
+}
+Tensor pool(const Tensor& self, const Shape& k_, const Shape& s_, const Shape& d_) {
   size_t nk = k_.size(), nn = size_t(self.ndim()) - nk;
   if (size_t(self.ndim()) < nk) throw Error("pool: can't pool " + self.shape_str() + " with " + shape_str(k_));
+  if (s_.size() != nk || d_.size() != nk)
+    throw Error("pool: stride/dilation mismatch kernel:" + shape_str(k_) + " stride:" + shape_str(s_) + " dilation:" + shape_str(d_));
   Shape noop(self.shape().begin(), self.shape().begin() + int64_t(nn)), i_(self.shape().begin() + int64_t(nn), self.shape().end()), o_, f_;
   for (size_t j = 0; j < nk; j++) {
-    if (dilation * (k_[j] - 1) + 1 > i_[j]) throw Error("pool: kernel " + shape_str(k_) + " is larger than the input " + self.shape_str());
-    o_.push_back(ceildiv(i_[j] - dilation * (k_[j] - 1), stride));
-    f_.push_back(std::max<int64_t>(1, ceildiv(o_.back() * stride - dilation, i_[j])));
+    if (mul_checked(d_[j], k_[j] - 1, "pool") + 1 > i_[j]) throw Error("pool: kernel " + shape_str(k_) + " is larger than the input " + self.shape_str());
+    o_.push_back(ceildiv(i_[j] - d_[j] * (k_[j] - 1), s_[j]));
+    f_.push_back(std::max<int64_t>(1, ceildiv(o_.back() * s_[j] - d_[j], i_[j])));
   }
   auto with = [&](auto fn) { Shape r = noop; for (size_t j = 0; j < nk; j++) fn(r, j); return r; };
   std::vector<int64_t> reps(nn, 1);
-  for (size_t j = 0; j < nk; j++) reps.push_back(ceildiv(k_[j] * (i_[j] * f_[j] + dilation), i_[j]));
+  for (size_t j = 0; j < nk; j++) reps.push_back(ceildiv(mul_checked(k_[j], mul_checked(i_[j], f_[j], "pool") + d_[j], "pool"), i_[j]));
   Tensor x = self.repeat(reps);
-  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j] * (i_[j] * f_[j] + dilation)); }));
-  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(i_[j] * f_[j] + dilation); }));
-  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j] * stride); }));
-  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]), r.push_back(stride); }));
+  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j] * (i_[j] * f_[j] + d_[j])); }));
+  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(i_[j] * f_[j] + d_[j]); }));
+  x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j] * s_[j]); }));
+  x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]), r.push_back(s_[j]); }));
   x = x.shrink_to(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]), r.push_back(1); }));
   x = x.reshape(with([&](Shape& r, size_t j) { r.push_back(k_[j]), r.push_back(o_[j]); }));
   std::vector<int64_t> perm;

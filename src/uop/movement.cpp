@@ -13,6 +13,19 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + (s.size() == 1 ? ",)" : ")");
 }
 
+int64_t mul_checked(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw Error(std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t prod(const std::vector<int64_t>& s) {
+  int64_t r = 1;
+  for (auto x : s)
+    if (__builtin_mul_overflow(r, x, &r)) throw Error("shape " + shape_str(s) + " has more elements than int64 can count");
+  return r;
+}
+
 namespace {
 using Pairs = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -22,11 +35,6 @@ std::string pairs_str(const Pairs& p) {
   return r + (p.size() == 1 ? ",)" : ")");
 }
 
-int64_t prod(const Shape& s) {
-  int64_t r = 1;
-  for (auto x : s) r *= x;
-  return r;
-}
 
 // a shape tuple as a source: one weakint CONST for one dim, else a STACK of them (tinygrad's shape_to_shape_arg)
 UOp shape_to_shape_arg(const std::vector<int64_t>& arg) {

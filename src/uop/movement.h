@@ -12,5 +12,8 @@ namespace tg {
 const PatternMatcher& mop_cleanup();
 
 std::string shape_str(const std::vector<int64_t>& s);  // Python tuple form: (), (5,), (2, 3)
+// the number of elements of a shape; tg::Error when it does not fit in int64 (shapes are user input)
+int64_t prod(const std::vector<int64_t>& s);
+int64_t mul_checked(int64_t a, int64_t b, const char* what);  // a * b, or tg::Error naming `what` on overflow
 
 }  // namespace tg

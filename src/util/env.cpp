@@ -2,12 +2,31 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
+#include "tg/context.h"
 #include "tg/error.h"
 
 namespace tg {
 
+namespace {
+std::vector<std::pair<std::string, int64_t>>& overrides() {  // the live Contexts' values, innermost last
+  static std::vector<std::pair<std::string, int64_t>> o;
+  return o;
+}
+}  // namespace
+
+Context::Context(std::initializer_list<std::pair<std::string, int64_t>> values) : depth_(overrides().size()) {
+  for (const auto& kv : values) overrides().push_back(kv);
+}
+Context::~Context() { overrides().resize(depth_); }
+
+int64_t context_value(const std::string& name, int64_t def) { return getenv_int(name.c_str(), def); }
+
 int64_t getenv_int(const char* name, int64_t def) {
+  for (auto it = overrides().rbegin(); it != overrides().rend(); ++it)
+    if (it->first == name) return it->second;
   const char* v = std::getenv(name);
   if (!v || !*v) return def;
   char* end = nullptr;
@@ -18,6 +37,8 @@ int64_t getenv_int(const char* name, int64_t def) {
 }
 
 std::string getenv_str(const char* name, const std::string& def) {
+  for (auto it = overrides().rbegin(); it != overrides().rend(); ++it)
+    if (it->first == name) return std::to_string(it->second);
   const char* v = std::getenv(name);
   return v ? std::string(v) : def;
 }

@@ -5,7 +5,7 @@
 
 namespace tg {
 
-// the integer value of $name, or def when unset or empty; throws tg::Error when it is not an integer
+// the integer value of $name (a live tg::Context's value first), or def when unset or empty; throws tg::Error when it is not an integer
 int64_t getenv_int(const char* name, int64_t def);
 // the value of $name, or def when unset
 std::string getenv_str(const char* name, const std::string& def = "");

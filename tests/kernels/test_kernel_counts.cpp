@@ -23,6 +23,13 @@ Tensor conv_mops() {
   return (Tensor::stack(cols, -1, nullptr) * E({9}).reshape({1, 1, 1, 1, 9})).sum(-1);
 }
 
+// backward graphs: the gradients of a loss, scheduled together
+std::vector<Tensor> bw_backward() {
+  Tensor x = E({4, 8}), w = E({8, 3});
+  x.matmul(w).relu().sum().backward();
+  return {*x.grad(), *w.grad()};
+}
+
 using Graph = std::function<std::vector<Tensor>()>;
 const std::map<std::string, Graph>& graphs() {
   static const std::map<std::string, Graph> g{
@@ -75,6 +82,19 @@ const std::map<std::string, Graph>& graphs() {
       {"transpose_contig", [] { return std::vector{E({4, 8}).transpose().contiguous()}; }},
       {"assign_add", [] { Tensor a = E({4, 4}).contiguous().realize(); return std::vector{a.assign(a + 1)}; }},
       {"assign_then_read", [] { Tensor a = E({8}).contiguous().realize(); a.assign(a * 2); return std::vector{a + 1}; }},
+      {"bw_relu_linear", [] { Tensor x = E({8, 16}), w = E({16, 4}), b = E({4}); return (x.matmul(w) + b).relu().sum().gradient({x, w, b}); }},
+      {"bw_mlp2", [] { Tensor x = E({8, 16}), w1 = E({16, 32}), w2 = E({32, 4}); return x.matmul(w1).relu().matmul(w2).square().mean().gradient({w1, w2}); }},
+      {"bw_softmax_ce", [] { Tensor l = E({4, 8}), y = E({4, 8}); return (-(l.log_softmax(-1) * y).sum(1)).mean().gradient({l}); }},
+      {"bw_softmax", [] { Tensor x = E({4, 8}), s = E({4, 8}); return (x.softmax(-1) * s).sum().gradient({x}); }},
+      {"bw_pad_shrink_flip", [] { Tensor x = E({6, 6}); return x.pad({{1, 1}, {1, 1}}).shrink({{0, 6}, {2, 8}}).flip(1).exp().sum().gradient({x}); }},
+      {"bw_max_reduce", [] { Tensor x = E({4, 8}); return x.max(1).sum().gradient({x}); }},
+      {"bw_broadcast_mul", [] { Tensor x = E({4, 1}), y = E({1, 8}); return (x * y).exp().sum().gradient({x, y}); }},
+      {"bw_layernorm", [] { Tensor x = E({4, 8}), w = E({8}); return (x.layernorm() * w).sum().gradient({x, w}); }},
+      {"bw_cat_stack", [] { Tensor x = E({4, 4}), y = E({2, 4}); return x.cat({y}, 0).sin().stack({E({6, 4})}, 0).sum().gradient({x, y}); }},
+      {"bw_seeded", [] { Tensor x = E({4, 8}); return (x * 2).exp().gradient({x}, E({4, 8})); }},
+      {"bw_cumsum", [] { Tensor x = E({8}); return x.cumsum().square().sum().gradient({x}); }},
+      {"bw_prod", [] { Tensor x = E({4, 8}); return x.prod(1).sum().gradient({x}); }},
+      {"bw_backward", bw_backward},
       {"two_assigns", [] {
          Tensor a = E({8}).contiguous().realize(), b = E({8}).contiguous().realize();
          return std::vector{a.assign(b + 1), b.assign(a + 2)};

@@ -125,6 +125,18 @@ std::map<std::string, Builder> builders() {
   CASE("mlp", (E({4, 3}).matmul(E({3, 5})) + E({5})).relu().sum(1).mean()); CASE("sqrt_of_sum", (a - b).pow(2).sum().sqrt());
   CASE("linear", a.linear(E({3, 4}), E({4}))); CASE("linear_1d_weight", a.linear(f)); CASE("layernorm", a.layernorm());
   CASE("variance", (a - a.mean(1, true)).square().mean(1)); CASE("softmax_cross", -(a.log_softmax(1) * b).sum(1).mean());
+  // autograd: gradient graphs (src/tensor/gradient.cpp)
+  CASE("grad_mul", (a * b).sum().gradient({a})[0]); CASE("grad_bcast", (a * f).sum().gradient({f})[0]);
+  CASE("grad_relu_mm", a.matmul(E({3, 4})).relu().sum().gradient({a})[0]); CASE("grad_max", a.max(1).sum().gradient({a})[0]);
+  CASE("grad_prod", a.prod(1).sum().gradient({a})[0]); CASE("grad_pow", a.pow(b).sum().gradient({b})[0]);
+  CASE("grad_maximum", a.maximum(b).sum().gradient({a})[0]); CASE("grad_where", (a > 0).where(a, b * 2).sum().gradient({b})[0]);
+  CASE("grad_unary", (a.sqrt() + a.log() + a.sin() + a.reciprocal()).sum().gradient({a})[0]);
+  CASE("grad_movement", a.pad({{1, 0}, {0, 2}}).flip(1).shrink({{0, 2}, {1, 4}}).permute({1, 0}).sum().gradient({a})[0]);
+  CASE("grad_softmax_cross", (-(a.log_softmax(1) * b).sum(1).mean()).gradient({a})[0]); CASE("grad_layernorm", a.layernorm().sum().gradient({a})[0]);
+  CASE("grad_seed", a.exp().gradient({a}, b)[0]); CASE("grad_stack", a.stack({b}).sin().sum().gradient({b})[0]);
+  CASE("grad_cast", h.cast(dtypes::float32).square().sum().gradient({h})[0]); CASE("grad_unreached", a.sum().gradient({b})[0]);
+  CASE("grad_contiguous_backward", a.contiguous_backward().exp().sum().gradient({a})[0]);
+  CASE("grad_detach", (a * a.detach()).sum().gradient({a})[0]);
 #undef CASE
   return m;
 }

@@ -58,7 +58,10 @@ TEST(Tensor, Promotion) {
   EXPECT_EQ(Tensor::eye(3).dtype(), dtypes::float32);
   EXPECT_EQ(Tensor::arange(3).dtype(), dtypes::int32);
   EXPECT_EQ(Tensor::arange(0, 3, 0.5).dtype(), dtypes::float32);
-  EXPECT_EQ(Tensor::arange(int64_t(1) << 40).dtype(), dtypes::int64);
+  EXPECT_EQ(Tensor::arange(int64_t(1) << 40, (int64_t(1) << 40) + 3).dtype(), dtypes::int64);
+  // 2^40 elements: the cumulative-sum graph's pooled shape has more elements than int64 counts (Python's ints do not
+  // overflow, ours would): an error, not undefined behaviour
+  EXPECT_THROW(Tensor::arange(int64_t(1) << 40), Error);
 }
 
 TEST(Tensor, LazyAndHandles) {

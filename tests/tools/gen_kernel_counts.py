@@ -21,6 +21,48 @@ def two_assigns():
   a, b = E(8).contiguous().realize(), E(8).contiguous().realize()
   return [a.assign(b + 1), b.assign(a + 2)]
 
+# backward graphs: the gradients of a loss, scheduled together
+def bw_relu_linear():
+  x, w, b = E(8, 16), E(16, 4), E(4)
+  return list((x @ w + b).relu().sum().gradient(x, w, b))
+def bw_mlp2():
+  x, w1, w2 = E(8, 16), E(16, 32), E(32, 4)
+  return list(((x @ w1).relu() @ w2).square().mean().gradient(w1, w2))
+def bw_softmax_ce():
+  logits, y = E(4, 8), E(4, 8)
+  return list((-(logits.log_softmax(axis=-1) * y).sum(axis=1)).mean().gradient(logits))
+def bw_softmax():
+  x, s = E(4, 8), E(4, 8)
+  return list((x.softmax(axis=-1) * s).sum().gradient(x))
+def bw_pad_shrink_flip():
+  x = E(6, 6)
+  return list(x.pad(((1, 1), (1, 1))).shrink(((0, 6), (2, 8))).flip(1).exp().sum().gradient(x))
+def bw_max_reduce():
+  x = E(4, 8)
+  return list(x.max(axis=1).sum().gradient(x))
+def bw_broadcast_mul():
+  x, y = E(4, 1), E(1, 8)
+  return list((x * y).exp().sum().gradient(x, y))
+def bw_layernorm():
+  x, w = E(4, 8), E(8)
+  return list((x.layernorm() * w).sum().gradient(x, w))
+def bw_cat_stack():
+  x, y = E(4, 4), E(2, 4)
+  return list(x.cat(y, dim=0).sin().stack(E(6, 4), dim=0).sum().gradient(x, y))
+def bw_seeded():
+  x, s = E(4, 8), E(4, 8)
+  return list((x * 2).exp().gradient(x, gradient=s))
+def bw_cumsum():
+  x = E(8)
+  return list(x.cumsum().square().sum().gradient(x))
+def bw_prod():
+  x = E(4, 8)
+  return list(x.prod(axis=1).sum().gradient(x))
+def bw_backward():
+  x, w = E(4, 8), E(8, 3)
+  (x @ w).relu().sum().backward()
+  return [x.grad, w.grad]
+
 graphs = {
   "add": lambda: [E(16) + E(16)],
   "ew_chain": lambda: [((E(4, 4) + 1) * 2 - E(4, 4)).exp().sqrt()],
@@ -72,6 +114,7 @@ graphs = {
   "assign_add": assign_add,
   "assign_then_read": assign_then_read,
   "two_assigns": two_assigns,
+  **{name: fn for name, fn in list(globals().items()) if name.startswith("bw_")},
 }
 
 if __name__ == "__main__":

@@ -99,6 +99,17 @@ CASES = [
   ("mlp", "(E(4, 3) @ E(3, 5) + E(5)).relu().sum(1).mean()"), ("sqrt_of_sum", "((a - b) ** 2).sum().sqrt()"),
   ("linear", "a.linear(E(3, 4), E(4))"), ("linear_1d_weight", "a.linear(f)"), ("layernorm", "a.layernorm()"),
   ("variance", "(a - a.mean(1, keepdim=True)).square().mean(1)"), ("softmax_cross", "-(a.log_softmax(1) * b).sum(1).mean()"),
+  # autograd: gradient graphs (src/tensor/gradient.cpp)
+  ("grad_mul", "(a * b).sum().gradient(a)[0]"), ("grad_bcast", "(a * f).sum().gradient(f)[0]"),
+  ("grad_relu_mm", "(a @ E(3, 4)).relu().sum().gradient(a)[0]"), ("grad_max", "a.max(1).sum().gradient(a)[0]"),
+  ("grad_prod", "a.prod(1).sum().gradient(a)[0]"), ("grad_pow", "a.pow(b).sum().gradient(b)[0]"),
+  ("grad_maximum", "a.maximum(b).sum().gradient(a)[0]"), ("grad_where", "(a > 0).where(a, b * 2).sum().gradient(b)[0]"),
+  ("grad_unary", "(a.sqrt() + a.log() + a.sin() + a.reciprocal()).sum().gradient(a)[0]"),
+  ("grad_movement", "a.pad(((1, 0), (0, 2))).flip(1).shrink(((0, 2), (1, 4))).permute(1, 0).sum().gradient(a)[0]"),
+  ("grad_softmax_cross", "(-(a.log_softmax(1) * b).sum(1).mean()).gradient(a)[0]"), ("grad_layernorm", "a.layernorm().sum().gradient(a)[0]"),
+  ("grad_seed", "a.exp().gradient(a, gradient=b)[0]"), ("grad_stack", "a.stack(b).sin().sum().gradient(b)[0]"),
+  ("grad_cast", "h.cast(dtypes.float).square().sum().gradient(h)[0]"), ("grad_unreached", "a.sum().gradient(b)[0]"),
+  ("grad_contiguous_backward", "a.contiguous_backward().exp().sum().gradient(a)[0]"), ("grad_detach", "(a * a.detach()).sum().gradient(a)[0]"),
 ]
 
 def build(expr:str):

@@ -8,6 +8,7 @@
 
 #include "codegen/passes.h"
 #include "schedule/rangeify.h"
+#include "uop/movement.h"
 #include "util/env.h"
 
 namespace tg {
@@ -44,7 +45,6 @@ const char* axis_color(AxisType t) {
 }
 template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(msg); }
-int64_t prod(const std::vector<int64_t>& v) { int64_t n = 1; for (auto x : v) n *= x; return n; }
 int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
 }  // namespace
 

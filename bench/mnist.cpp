@@ -1,0 +1,78 @@
+// Training step time of the main job's model (tinygrad's beautiful_mnist CNN, Adam, batch 512) against libtorch running
+// the same model in the same process, both on all cores: ms per step after warm-up, the ratio, and our first step
+// (schedule + codegen + compile, with an empty kernel cache) and second (the TinyJit capture).
+//   build/bench/mnist [steps=10] [batch=512]
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "../apps/beautiful_mnist_model.h"
+#include "../apps/beautiful_mnist_torch.h"
+#include "tg/jit.h"
+#include "tg/optim.h"
+#include "tg/state.h"
+#include "tg/tg.h"
+
+using Clock = std::chrono::steady_clock;
+static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? std::atoi(argv[1]) : 10, bs = argc > 2 ? std::atoi(argv[2]) : 512;
+  if (steps < 1 || bs < 1) return std::fprintf(stderr, "usage: mnist [steps>=1] [batch>=1]\n"), 2;
+  int cores = int(std::thread::hardware_concurrency());
+  std::mt19937 rng(0);
+  std::vector<uint8_t> xs(static_cast<size_t>(bs) * 784), ys(static_cast<size_t>(bs));
+  for (auto& v : xs) v = uint8_t(rng() & 255);
+  for (auto& v : ys) v = uint8_t(rng() % 10);
+
+  // ours
+  tg::BeautifulMnist model;
+  auto opt = tg::nn::optim::Adam(tg::nn::state::get_parameters(model), 1e-3);
+  tg::TinyJit<tg::Tensor> step([&](const std::vector<tg::Tensor>& in) {
+    tg::Context train({{"TRAINING", 1}});
+    opt.zero_grad();
+    tg::Tensor loss = model(in[0]).sparse_categorical_crossentropy(in[1]);
+    loss.backward();
+    std::vector<tg::Tensor> r = opt.schedule_step();
+    r.push_back(loss);
+    tg::Tensor::realize(r);
+    return loss;
+  });
+  auto run = [&] { return step(tg::Tensor::from_vector(xs, {bs, 1, 28, 28}), tg::Tensor::from_vector(ys, {bs})).item<float>(); };
+  auto t = Clock::now();
+  run();
+  double first = since(t);
+  t = Clock::now();
+  run();
+  double second = since(t);
+  t = Clock::now();
+  for (int i = 0; i < steps; i++) run();
+  double ours = since(t) / steps;
+
+  // libtorch
+  at::set_num_threads(cores);
+  tg::BeautifulMnistTorch net;
+  torch::optim::Adam topt(net.parameters(), torch::optim::AdamOptions(1e-3));
+  torch::Tensor tx = torch::from_blob(xs.data(), {bs, 1, 28, 28}, torch::kUInt8).to(torch::kFloat);
+  torch::Tensor ty = torch::from_blob(ys.data(), {bs}, torch::kUInt8).to(torch::kLong);
+  auto trun = [&] {
+    topt.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(net.forward(tx), ty);
+    loss.backward();
+    topt.step();
+    return loss.item<float>();
+  };
+  for (int i = 0; i < 2; i++) trun();
+  t = Clock::now();
+  for (int i = 0; i < steps; i++) trun();
+  double theirs = since(t) / steps;
+
+  std::printf("beautiful_mnist train step, batch %d, %d cores, mean of %d steps after warm-up\n", bs, cores, steps);
+  std::printf("  tinygrad.cpp  %8.1f ms/step  (first step %.2f s, second (JIT capture) %.2f s)\n", ours * 1e3, first, second);
+  std::printf("  libtorch      %8.1f ms/step\n", theirs * 1e3);
+  std::printf("  ratio (libtorch / tinygrad.cpp): %.2fx %s\n", theirs / ours, theirs / ours >= 1 ? "(we are faster)" : "(libtorch is faster)");
+  return 0;
+}

@@ -1,0 +1,66 @@
+#pragma once
+// tg::nn::state: tinygrad's nn/state.py. State dicts of Modules (tg/nn.h) and safetensors files.
+//
+//   auto sd = tg::nn::state::safe_load("model.safetensors");   // lazy tensors on DISK:model.safetensors, nothing read
+//   tg::nn::state::load_state_dict(net, sd);                    // copies each into the model's tensors, on their devices
+//   tg::nn::state::safe_save(tg::nn::state::get_state_dict(net), "out.safetensors");
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tg/nn.h"
+#include "tg/tensor.h"
+
+namespace tg::nn::state {
+
+// ** state dicts **
+
+// every tensor the module visits, by its dotted name
+std::map<std::string, Tensor> get_state_dict(Module& m);
+// the same tensors in visit order
+std::vector<Tensor> get_parameters(Module& m);
+// replaces each model tensor with the state dict's value moved to the model tensor's device (tinygrad's v.replace);
+// returns the loaded tensors in visit order. strict: a model key missing from the dict, or a dict key the model does
+// not have, is an error naming them; without strict, missing keys are skipped and extra keys ignored. A shape or dtype
+// mismatch is always an error naming the key (shapes () and (1,) are interchangeable, as in tinygrad). realize: copy
+// the data now, in one schedule.
+std::vector<Tensor> load_state_dict(Module& m, const std::map<std::string, Tensor>& state_dict, bool strict = true,
+                                     bool realize = true);
+
+// ** files on DISK **
+
+// tinygrad's Tensor(pathlib.Path(path)): the file's bytes as a lazy uint8 tensor on DISK:<path>; throws tg::Error when
+// the file is missing or not a regular file
+Tensor file_tensor(const std::string& path);
+
+// ** safetensors (https://huggingface.co/docs/safetensors: u64 little-endian header size N, N bytes of JSON, data) **
+
+struct SafeTensorInfo {
+  DType dtype;
+  Shape shape;
+  int64_t begin = 0, end = 0;  // byte offsets into the data section
+};
+struct SafeMetadata {
+  Tensor file;                                 // the whole file (uint8, on DISK)
+  int64_t data_start = 0;                      // 8 + N
+  std::map<std::string, SafeTensorInfo> tensors;
+  std::map<std::string, std::string> metadata;  // __metadata__ (a non-string value is kept as its JSON text)
+};
+// reads and validates the header (only 8 + N bytes of the file are read). Throws tg::Error naming the file and what is
+// wrong: short file, header size past the end, header not a JSON object, unknown dtype, bad shape, offsets out of
+// range or not matching dtype x shape, overlapping tensors
+SafeMetadata safe_load_metadata(const std::string& path);
+// name -> tensor, each a bitcast view of the file on DISK (nothing read until realized or moved with .to())
+std::map<std::string, Tensor> safe_load(const std::string& path);
+// writes the tensors (realizing them) with their names, and metadata as __metadata__. The header is padded with spaces
+// to a multiple of 8 bytes and tensors are laid out by decreasing element size, so every tensor's data is aligned to
+// its element size. Weak dtypes are refused. The file is written next to `path` and renamed over it
+void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
+               const std::map<std::string, std::string>& metadata = {});
+
+// safetensors dtype names ("F32", "BF16", "BOOL" ...); throw tg::Error for a dtype or name without a mapping
+std::string safe_dtype_name(DType dt);
+DType safe_dtype(const std::string& name);
+
+}  // namespace tg::nn::state

@@ -1,0 +1,23 @@
+#pragma once
+// Engine counters (tinygrad's GlobalCounters, the part tests and benches read): how many schedules were created, how
+// many programs were looked up and built, how many kernels and copies were launched. Only ever incremented; read a
+// counter before and after the code under test.
+#include <cstdint>
+
+namespace tg {
+
+struct EngineStats {
+  int64_t schedules = 0;               // create_linear_with_vars calls (one per realize that had work)
+  int64_t schedule_cache_misses = 0;   // kernel graphs built from scratch (lower_sink_to_linear misses)
+  int64_t program_lookups = 0;         // kernel ASTs looked up in the runtime cache by run_linear
+  int64_t programs_built = 0;          // ... of which missed: lowered, compiled (or read from the disk cache), loaded
+  int64_t kernels_launched = 0;        // kernel launches, run_linear and JIT replays
+  int64_t copies = 0;                  // COPY calls, run_linear and JIT replays
+};
+
+inline EngineStats& engine_stats() {
+  static EngineStats s;
+  return s;
+}
+
+}  // namespace tg

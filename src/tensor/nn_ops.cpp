@@ -1,0 +1,435 @@
+// nn functionals on Tensor (tinygrad's mixin/op.py "functional nn ops" and "loss ops", the activations of
+// mixin/elementwise.py, dropout/attention of mixin/rand.py), built from the same primitives in the same order.
+// 1. padding helpers  2. conv and pooling  3. indexing-style ops  4. normalization  5. losses  6. attention
+// 7. activations  8. initializers
+#include <cmath>
+#include <numeric>
+
+#include "tensor/tensor_impl.h"
+#include "tg/context.h"
+#include "uop/movement.h"
+
+namespace tg {
+
+namespace {
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+std::string dt_name(DType d) { return std::string(d.name()); }
+std::string list_str(const std::vector<int64_t>& v) { return shape_str(v); }
+int64_t floordiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0) ? 1 : 0); }
+int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+int64_t prod_of(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>()); }
+
+// ***** 1. padding helpers (helpers.py: make_tuple, resolve_pool_pads, flat_to_grouped) *****
+
+Shape make_tuple(const IntList& x, size_t n) { return x.is_int ? Shape(n, x.v[0]) : x.v; }
+
+// an int, one value per dim (H, W, ...) or one per side (left, right, top, bottom, ...) -> the per-side form
+Shape resolve_pool_pads(const IntList& p, size_t dims, const char* op) {
+  if (p.is_int) return Shape(2 * dims, p.v[0]);
+  if (p.v.size() == 2 * dims) return p.v;
+  if (p.v.size() != dims)
+    throw Error(std::string(op) + ": padding must be an int or a list of length " + std::to_string(dims) + " or " + std::to_string(2 * dims) +
+                ", got " + list_str(p.v));
+  Shape r;
+  for (auto it = p.v.rbegin(); it != p.v.rend(); ++it) r.insert(r.end(), {*it, *it});
+  return r;
+}
+
+// (left, right, top, bottom) -> ((top, bottom), (left, right))
+Pairs flat_to_grouped(const Shape& p) {
+  Pairs r;
+  for (size_t i = p.size(); i >= 2; i -= 2) r.push_back({p[i - 2], p[i - 1]});
+  return r;
+}
+Shape grouped_to_flat_reversed(const Pairs& g) {
+  Shape r;
+  for (auto it = g.rbegin(); it != g.rend(); ++it) r.insert(r.end(), {it->first, it->second});
+  return r;
+}
+
+Tensor pad_spatial(const Tensor& x, const Shape& flat_pads, ConstVal value) {
+  Pairs g = flat_to_grouped(flat_pads), pads(size_t(x.ndim()) - g.size(), {0, 0});
+  pads.insert(pads.end(), g.begin(), g.end());
+  return pad_constant(x, pads, value);
+}
+
+std::vector<int64_t> last_axes(size_t n) {
+  std::vector<int64_t> r;
+  for (size_t i = n; i > 0; i--) r.push_back(-int64_t(i));
+  return r;
+}
+
+// tinygrad's _apply_ceil_mode: extra padding after, so the last window that starts inside the input is kept
+Shape apply_ceil_mode(const Tensor& self, const Shape& pads, const Shape& k_, const Shape& s_, const Shape& d_) {
+  size_t n = k_.size();
+  Shape i_(self.shape().end() - int64_t(n), self.shape().end());
+  Pairs g = flat_to_grouped(pads);
+  for (size_t j = 0; j < n; j++) {
+    auto [pB, pA] = g[j];
+    int64_t i = i_[j], s = s_[j], k = k_[j], d = d_[j];
+    int64_t o = ceildiv(i + pB + pA - (d * (k - 1) + 1), s) + 1;
+    g[j] = {pB, pA + s * (o - 1) + (d * (k - 1) + 1) - (i + pB + pA) - std::max<int64_t>(s * (o - 1) - (pB + i - 1), 0)};
+  }
+  return grouped_to_flat_reversed(g);
+}
+
+void check_pool_input(const Tensor& x, size_t nk, const char* op) {
+  if (size_t(x.ndim()) < nk) throw Error(std::string(op) + ": input " + x.shape_str() + " has fewer dims than the kernel (" + std::to_string(nk) + ")");
+}
+
+// kernel, stride and dilation: one positive value per pooled dim (a zero stride would divide by zero)
+void check_window(const char* op, const Shape& k_, const Shape& s_, const Shape& d_) {
+  size_t n = k_.size();
+  if (n == 0 || s_.size() != n || d_.size() != n)
+    throw Error(std::string(op) + ": stride " + list_str(s_) + " / dilation " + list_str(d_) + " do not match the kernel " + list_str(k_));
+  for (size_t j = 0; j < n; j++)
+    if (k_[j] <= 0 || s_[j] <= 0 || d_[j] <= 0)
+      throw Error(std::string(op) + ": kernel " + list_str(k_) + ", stride " + list_str(s_) + " and dilation " + list_str(d_) + " must be positive");
+}
+
+// _pool with the argument checks that name the calling op
+Tensor pool_checked(const char* op, const Tensor& x, const Shape& k_, const Shape& s_, const Shape& d_) {
+  size_t n = k_.size();
+  check_window(op, k_, s_, d_);
+  check_pool_input(x, n, op);
+  for (size_t j = 0; j < n; j++) {
+    int64_t i = x.shape()[size_t(x.ndim()) - n + j];
+    if (d_[j] * (k_[j] - 1) + 1 > i)
+      throw Error(std::string(op) + ": kernel " + list_str(k_) + " with dilation " + list_str(d_) + " is larger than the (padded) input " + x.shape_str());
+  }
+  return pool(x, k_, s_, d_);
+}
+}  // namespace
+
+// ***** 2. conv and pooling *****
+
+Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation, IntList padding,
+                      std::optional<DType> dtype) const {
+  if (ndim() < 3 || ndim() != weight.ndim())
+    throw Error("conv2d: input " + shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
+  int64_t bs = shape()[0], cin_ = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
+  Shape HW(weight.shape().begin() + 2, weight.shape().end());
+  if (groups <= 0 || groups * cin != cin_ || cout % groups != 0)
+    throw Error("conv2d: input shape " + shape_str() + " does not match the shape of the weights " + weight.shape_str() + " with groups=" +
+                std::to_string(groups) + " (" + std::to_string(groups * cin) + " vs. " + std::to_string(cin_) + " channels)");
+  if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
+  size_t n = HW.size();
+  Shape padding_ = resolve_pool_pads(padding, n, "conv2d"), s_ = make_tuple(stride, n), d_ = make_tuple(dilation, n);
+  Tensor x = pool_checked("conv2d", pad_spatial(*this, padding_, 0.0), HW, s_, d_);
+  int64_t rcout = cout / groups;
+  Shape oyx(x.shape().begin() + 2, x.shape().end() - int64_t(n));
+  Shape rs{bs, groups, cin, 1}, es{bs, groups, cin, rcout}, ws{1, groups, rcout};
+  for (auto s : oyx) rs.push_back(s), es.push_back(s), ws.push_back(1);
+  for (auto s : HW) rs.push_back(s), es.push_back(s);
+  ws.push_back(cin);
+  ws.insert(ws.end(), HW.begin(), HW.end());
+  std::vector<int64_t> perm{0, 1, 3};
+  for (size_t i = 0; i < oyx.size(); i++) perm.push_back(4 + int64_t(i));
+  perm.push_back(2);
+  for (size_t i = 0; i < n; i++) perm.push_back(4 + int64_t(oyx.size() + i));
+  x = x.reshape(rs).expand(es).permute(perm);
+  std::vector<int64_t> red;
+  for (size_t i = 0; i < 1 + oyx.size(); i++) red.push_back(-1 - int64_t(i));
+  Shape out{bs, cout};
+  out.insert(out.end(), oyx.begin(), oyx.end());
+  Tensor ret = (x * weight.reshape(ws)).sum(red, true, dtype).reshape(out);
+  if (!bias) return ret;
+  Shape bs_{1, -1};
+  bs_.resize(2 + n, 1);
+  return ret.add(bias->reshape(bs_));
+}
+
+Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation,
+                                IntList padding, IntList output_padding) const {
+  if (ndim() < 3 || ndim() != weight.ndim())
+    throw Error("conv_transpose2d: input " + shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
+  if (groups <= 0 || weight.shape()[0] % groups != 0 || weight.shape()[0] != shape()[1])
+    throw Error("conv_transpose2d: input shape " + shape_str() + " does not match the shape of the weights " + weight.shape_str() +
+                " with groups=" + std::to_string(groups));
+  Shape HW(weight.shape().begin() + 2, weight.shape().end());
+  size_t n = HW.size();
+  std::vector<int64_t> flip_axes;
+  for (int64_t i = 3; i <= weight.ndim(); i++) flip_axes.push_back(i);
+  Tensor x = *this, w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip(flip_axes);
+  Pairs pads = flat_to_grouped(resolve_pool_pads(padding, n, "conv_transpose2d"));
+  Shape s_ = make_tuple(stride, n), d_ = make_tuple(dilation, n), op_ = make_tuple(output_padding, n);
+  if (s_.size() != n || d_.size() != n || op_.size() != n)
+    throw Error("conv_transpose2d: stride/dilation/output_padding do not match the kernel " + list_str(HW));
+  for (size_t j = 0; j < n; j++)
+    if (s_[j] <= 0 || op_[j] < 0) throw Error("conv_transpose2d: stride " + list_str(s_) + " must be positive, output_padding " + list_str(op_) + " non-negative");
+  if (std::any_of(s_.begin(), s_.end(), [](int64_t s) { return s > 1; })) {
+    // zeros between the input pixels: (k) -> (k,1) -> pad to (k,s) -> (k*s) -> shrink to k*s-(s-1)
+    Shape sp(x.shape().begin() + 2, x.shape().end()), r1{x.shape()[0], x.shape()[1]}, r2 = r1, r3 = r1;
+    Pairs p1(2, {0, 0});
+    for (size_t j = 0; j < n; j++) r1.insert(r1.end(), {sp[j], 1}), p1.insert(p1.end(), {{0, 0}, {0, s_[j] - 1}});
+    x = x.reshape(r1).pad(p1);
+    for (size_t j = 0; j < n; j++) r2.push_back(sp[j] * s_[j]), r3.push_back(sp[j] * s_[j] - (s_[j] - 1));
+    x = x.reshape(r2).shrink_to(r3);
+  }
+  Shape cpad;
+  for (size_t j = n; j-- > 0;) cpad.insert(cpad.end(), {(HW[j] - 1) * d_[j] - pads[j].first, (HW[j] - 1) * d_[j] - pads[j].second + op_[j]});
+  return x.conv2d(w.flatten(0, 1), bias, groups, 1, d_, cpad);
+}
+
+Tensor Tensor::avg_pool2d(IntList kernel_size, std::optional<IntList> stride, IntList dilation, IntList padding, bool ceil_mode,
+                          bool count_include_pad) const {
+  Shape k_ = make_tuple(kernel_size, 2);
+  size_t n = k_.size();
+  check_pool_input(*this, n, "avg_pool2d");
+  Shape s_ = make_tuple(stride ? *stride : IntList(k_), n), d_ = make_tuple(dilation, n);
+  std::vector<int64_t> axis = last_axes(n);
+  auto pool_ = [&](const Tensor& x, const Shape& p) { return pool_checked("avg_pool2d", pad_spatial(x, p, 0.0), k_, s_, d_); };
+  check_window("avg_pool2d", k_, s_, d_);
+  Shape reg_pads = resolve_pool_pads(padding, n, "avg_pool2d");
+  Shape pads = ceil_mode ? apply_ceil_mode(*this, reg_pads, k_, s_, d_) : reg_pads;
+  if (!count_include_pad) return pool_(*this, pads).sum(axis) / pool_(const_like(*this, 1), pads).sum(axis);
+  if (!ceil_mode) return pool_(*this, pads).mean(axis);
+  Shape extra;
+  for (size_t i = 0; i < pads.size(); i++) extra.push_back(pads[i] - reg_pads[i]);
+  return pool_(*this, pads).sum(axis) / pool_(const_like(pad_spatial(*this, reg_pads, 0.0), 1), extra).sum(axis);
+}
+
+namespace {
+struct MaxPoolArgs { Shape k_, s_, d_, pads; std::vector<int64_t> axis; };
+MaxPoolArgs max_pool_args(const Tensor& self, const IntList& kernel_size, const std::optional<IntList>& stride, const IntList& dilation,
+                          const IntList& padding, bool ceil_mode) {
+  MaxPoolArgs a;
+  a.k_ = make_tuple(kernel_size, 2);
+  size_t n = a.k_.size();
+  check_pool_input(self, n, "max_pool2d");
+  a.s_ = make_tuple(stride ? *stride : IntList(a.k_), n), a.d_ = make_tuple(dilation, n), a.axis = last_axes(n);
+  check_window("max_pool2d", a.k_, a.s_, a.d_);
+  a.pads = resolve_pool_pads(padding, n, "max_pool2d");
+  if (ceil_mode) a.pads = apply_ceil_mode(self, a.pads, a.k_, a.s_, a.d_);
+  return a;
+}
+}  // namespace
+
+Tensor Tensor::max_pool2d(IntList kernel_size, std::optional<IntList> stride, IntList dilation, IntList padding, bool ceil_mode) const {
+  MaxPoolArgs a = max_pool_args(*this, kernel_size, stride, dilation, padding, ceil_mode);
+  return pool_checked("max_pool2d", pad_spatial(*this, a.pads, dtype().min()), a.k_, a.s_, a.d_).max(a.axis);
+}
+
+std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntList kernel_size, std::optional<IntList> stride, IntList dilation, IntList padding,
+                                                          bool ceil_mode) const {
+  MaxPoolArgs a = max_pool_args(*this, kernel_size, stride, dilation, padding, ceil_mode);
+  Tensor pooled = pool_checked("max_pool2d", pad_spatial(*this, a.pads, dtype().min()), a.k_, a.s_, a.d_);
+  Shape spatial(shape().end() - int64_t(a.k_.size()), shape().end());
+  int64_t spatial_sz = prod_of(spatial);
+  Tensor idx = Tensor::arange(spatial_sz, 0, -1).reshape(spatial);
+  Tensor m = pooled.eq(pooled.max(a.axis, true));
+  idx = m * pool(pad_spatial(idx, a.pads, idx.dtype().min()), a.k_, a.s_, a.d_);
+  return {pooled.max(a.axis), Tensor(spatial_sz) - idx.max(a.axis)};
+}
+
+// ***** 3. dropout, one_hot, gather, sequential *****
+
+Tensor Tensor::dropout(double p) const {
+  if (!(p >= 0 && p <= 1)) throw Error("dropout: p=" + std::to_string(p) + " is out of range [0, 1]");
+  if (!training() || p == 0) return *this;
+  if (p == 1) return const_like(*this, 0);
+  // tinygrad draws rand_like(contiguous=False): the uniform values without rand's trailing CONTIGUOUS
+  Tensor r = rand_like(dtypes::default_float);
+  if (uop_of(r).op() == Ops::CONTIGUOUS) r = wrap(uop_of(r).src(0));
+  return (r >= p).contiguous().where(*this, 0) / (1.0 - p);
+}
+
+namespace {
+Tensor one_hot_along_dim(const Tensor& self, int64_t num_classes, int64_t dim, const char* op) {
+  if (!self.dtype().is_int()) throw Error(std::string(op) + ": expects an int index tensor, got " + dt_name(self.dtype()) + " " + self.shape_str());
+  int64_t offset = self.ndim() - resolve_dim(self, dim, false, op) - 1;
+  Shape s{num_classes};
+  s.resize(size_t(offset) + 1, 1);
+  return self.eq(Tensor::arange(num_classes).reshape(s));
+}
+}  // namespace
+
+Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (!dtype().is_int()) throw Error("one_hot: expects an integer dtype, got " + dt_name(dtype()) + " " + shape_str());
+  if (num_classes < 0) throw Error("one_hot: num_classes must be non-negative, got " + std::to_string(num_classes));
+  return one_hot_along_dim((*this)[{Ellipsis{}, NewAxis{}}], num_classes, -1, "one_hot").where(1, 0);
+}
+
+Tensor Tensor::gather(int64_t dim_in, const Tensor& index) const {
+  if (index.device() && device() && index.device() != device())
+    throw Error("gather: expected index and self on the same device, got " + *index.device() + " and " + *device());
+  if (index.ndim() != ndim()) throw Error("gather: self.ndim must equal index.ndim, got " + shape_str() + " and index " + index.shape_str());
+  int64_t dim = resolve_dim(*this, dim_in, false, "gather");
+  Shape sh = shape();
+  for (int64_t d = 0; d < ndim(); d++) {
+    if (d == dim) continue;
+    if (shape()[size_t(d)] < index.shape()[size_t(d)])
+      throw Error("gather: requires self.shape[d] >= index.shape[d] for all d != dim, got " + shape_str() + " and index " + index.shape_str());
+    sh[size_t(d)] = index.shape()[size_t(d)];
+  }
+  Tensor x = shrink_to(sh).unsqueeze(-1).transpose(-1, dim);
+  return one_hot_along_dim(index.unsqueeze(-1), shape()[size_t(dim)], -1, "gather").where(x, 0).sum(-1, false, dtype());
+}
+
+Tensor Tensor::sequential(const std::vector<std::function<Tensor(const Tensor&)>>& layers) const {
+  Tensor x = *this;
+  for (auto& f : layers) x = f(x);
+  return x;
+}
+
+// ***** 4. normalization *****
+
+Tensor Tensor::batchnorm(std::optional<Tensor> weight, std::optional<Tensor> bias, const Tensor& mean, const Tensor& invstd, Axis axis) const {
+  std::vector<int64_t> axis_ = axis.axes ? *axis.axes : std::vector<int64_t>{};
+  Shape s;
+  for (int64_t ax = 0; ax < ndim(); ax++)
+    s.push_back(std::find(axis_.begin(), axis_.end(), ax) != axis_.end() ? shape()[size_t(ax)] : 1);
+  auto fit = [&](const Tensor& t, const char* what) {
+    if (t.numel() != prod_of(s))
+      throw Error(std::string("batchnorm: ") + what + " " + t.shape_str() + " does not match input " + shape_str() + " over axis " + list_str(axis_));
+    return t.reshape(s);
+  };
+  Tensor x = *this - fit(mean, "mean");
+  if (weight) x = x * fit(*weight, "weight");
+  Tensor ret = x.mul(invstd.ndim() == int64_t(axis_.size()) ? fit(invstd, "invstd") : invstd);
+  return bias ? ret + fit(*bias, "bias") : ret;
+}
+
+Tensor Tensor::rms_norm(Axis axis, double eps) const { return *this * (square().mean(axis, true) + eps).rsqrt(); }
+
+// ***** 5. losses *****
+
+namespace {
+Tensor do_reduction(const Tensor& t, const std::string& reduction, const char* op) {
+  if (reduction == "none") return t;
+  if (reduction == "sum") return t.sum();
+  if (reduction == "mean") return t.mean();
+  throw Error(std::string(op) + ": reduction='" + reduction + "' must be one of 'none', 'sum', 'mean'");
+}
+void check_reduction(const std::string& reduction, const char* op) {
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    throw Error(std::string(op) + ": reduction='" + reduction + "' must be one of 'none', 'sum', 'mean'");
+}
+void check_smoothing(double ls, const char* op) {
+  if (!(ls >= 0.0 && ls <= 1.0)) throw Error(std::string(op) + ": label_smoothing must be in [0.0, 1.0], got " + std::to_string(ls));
+}
+}  // namespace
+
+Tensor Tensor::binary_crossentropy(const Tensor& Y, const std::string& reduction) const {
+  check_reduction(reduction, "binary_crossentropy");
+  return do_reduction(-Y * log() - (1 - Y) * (1 - *this).log(), reduction, "binary_crossentropy");
+}
+
+Tensor Tensor::binary_crossentropy_logits(const Tensor& Y, const std::string& reduction, std::optional<Tensor> pos_weight) const {
+  check_reduction(reduction, "binary_crossentropy_logits");
+  Tensor log_p = logsigmoid(), log_1_minus_p = (-*this).logsigmoid();
+  return do_reduction(-((pos_weight ? *pos_weight : Tensor(1)) * Y * log_p + (1 - Y) * log_1_minus_p), reduction, "binary_crossentropy_logits");
+}
+
+Tensor Tensor::sparse_categorical_crossentropy(const Tensor& Y, int64_t ignore_index, double label_smoothing, const std::string& reduction) const {
+  const char* op = "sparse_categorical_crossentropy";
+  check_smoothing(label_smoothing, op);
+  check_reduction(reduction, op);
+  if (Y.device() && device() && Y.device() != device()) throw Error(std::string(op) + ": expected Y and self on the same device, got " + *Y.device() + " and " + *device());
+  if (ndim() == 0 || Shape(shape().begin(), shape().end() - 1) != Y.shape())
+    throw Error(std::string(op) + ": logits " + shape_str() + " need the shape of Y " + Y.shape_str() + " plus a class axis");
+  Tensor log_probs = log_softmax();
+  Tensor loss_mask = ignore_index != -1 ? Y.ne(ignore_index) : const_like(Y, true, dtypes::bool_);
+  Tensor y = one_hot_along_dim(Y.unsqueeze(-1), shape().back(), -1, op) * loss_mask.unsqueeze(-1);
+  Tensor smoothing = label_smoothing * (log_probs.mean(-1) * loss_mask);
+  Tensor unreduced = (1 - label_smoothing) * (log_probs * y).sum(-1) + smoothing;
+  return reduction == "mean" ? -unreduced.sum() / loss_mask.sum() : -do_reduction(unreduced, reduction, op);
+}
+
+Tensor Tensor::cross_entropy(const Tensor& Y_in, const std::string& reduction, double label_smoothing) const {
+  check_smoothing(label_smoothing, "cross_entropy");
+  check_reduction(reduction, "cross_entropy");
+  if (ndim() == 0) throw Error("cross_entropy: logits need at least 1 dim, got " + shape_str());
+  int64_t classes_dim = ndim() == 1 ? 0 : 1;
+  Tensor Y = Y_in;
+  if (shape() != Y.shape()) {
+    if (max(classes_dim).shape() != Y.shape()) throw Error("cross_entropy: shape mismatch: self.shape=" + shape_str() + ", Y.shape=" + Y.shape_str());
+    Y = one_hot_along_dim(Y.unsqueeze(classes_dim), shape()[size_t(classes_dim)], classes_dim, "cross_entropy");
+  }
+  Y = (1 - label_smoothing) * Y + label_smoothing / double(Y.shape()[size_t(classes_dim)]);
+  return -do_reduction(log_softmax(classes_dim).mul(Y).sum(classes_dim), reduction, "cross_entropy");
+}
+
+// ***** 6. attention *****
+
+namespace {
+Tensor repeat_interleave(const Tensor& self, int64_t repeats, int64_t dim_in) {
+  int64_t dim = resolve_dim(self, dim_in, false, "repeat_interleave");
+  Shape shp = self.shape(), a(shp.begin(), shp.begin() + dim + 1), b = a, c(shp.begin(), shp.begin() + dim);
+  a.push_back(1), b.push_back(repeats), c.push_back(shp[size_t(dim)] * repeats);
+  for (size_t i = size_t(dim) + 1; i < shp.size(); i++) a.push_back(shp[i]), b.push_back(shp[i]), c.push_back(shp[i]);
+  return self.reshape(a).expand(b).reshape(c);
+}
+Tensor tril(const Tensor& self, int64_t diagonal = 0) {
+  int64_t r = self.shape()[size_t(self.ndim() - 2)], c = self.shape().back();
+  Tensor tri = Tensor::arange(r).unsqueeze(-1) + (diagonal + 1) <= Tensor::arange(c);
+  return tri.where(const_like(self, 0), self);
+}
+}  // namespace
+
+Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& value_in, std::optional<Tensor> attn_mask, double dropout_p,
+                                            bool is_causal, bool enable_gqa) const {
+  if (ndim() < 2 || key_in.ndim() < 2 || value_in.ndim() < 2 || shape().back() != key_in.shape().back())
+    throw Error("scaled_dot_product_attention: query " + shape_str() + ", key " + key_in.shape_str() + " and value " + value_in.shape_str() +
+                " need at least 2 dims and the same last dim for query and key");
+  Tensor key = key_in, value = value_in;
+  if (enable_gqa) {
+    if (ndim() < 3 || key.ndim() < 3 || value.ndim() < 3 || key.shape()[size_t(key.ndim() - 3)] == 0 || value.shape()[size_t(value.ndim() - 3)] == 0 ||
+        shape()[size_t(ndim() - 3)] % key.shape()[size_t(key.ndim() - 3)] != 0 ||
+        shape()[size_t(ndim() - 3)] % value.shape()[size_t(value.ndim() - 3)] != 0)
+      throw Error("scaled_dot_product_attention: enable_gqa needs query heads " + shape_str() + " to be a multiple of key/value heads " +
+                  key.shape_str() + ", " + value.shape_str());
+    key = repeat_interleave(key, shape()[size_t(ndim() - 3)] / key.shape()[size_t(key.ndim() - 3)], -3);
+    value = repeat_interleave(value, shape()[size_t(ndim() - 3)] / value.shape()[size_t(value.ndim() - 3)], -3);
+  }
+  Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(shape().back()));
+  if (is_causal) {
+    if (attn_mask) throw Error("scaled_dot_product_attention: cannot set attn_mask when is_causal=True");
+    attn_mask = tril(const_like(qk, true, dtypes::bool_));
+  }
+  if (attn_mask) {
+    if (attn_mask->dtype() == dtypes::bool_) attn_mask = attn_mask->where(0, -INFINITY);
+    qk = qk + *attn_mask;
+  }
+  return qk.cast(dtype()).softmax(-1).dropout(dropout_p).matmul(value);
+}
+
+// ***** 7. activations *****
+
+Tensor Tensor::leaky_relu(double neg_slope) const { return (*this < 0).where(neg_slope * *this, *this); }
+Tensor Tensor::elu(double alpha) const { return relu() - alpha * (1 - exp()).relu(); }
+Tensor Tensor::softplus(double beta) const {
+  auto [a, b] = broadcasted(*this * beta, 0.0);  // logaddexp(x*beta, 0)
+  Tensor m = a.maximum(b);
+  return (1 / beta) * (((a - m).exp() + (b - m).exp()).log() + m);
+}
+Tensor Tensor::logsigmoid() const { return -(-*this).softplus(); }
+Tensor Tensor::hardtanh(double min_val, double max_val) const {
+  // whole numbers stay int literals, as tinygrad's defaults (-1, 1) are
+  auto l = [](double v) { return v == std::trunc(v) && std::fabs(v) < 1e15 ? Tensor(int64_t(v)) : Tensor(v); };
+  return clamp(l(min_val), l(max_val));
+}
+Tensor Tensor::hardswish() const {
+  Tensor y = *this + 3;
+  return *this * (y.relu() - (y - 6).relu()) * (1.0 / 6);
+}
+Tensor Tensor::hardsigmoid(double alpha, double beta) const { return (alpha * *this + beta).relu() - (alpha * *this + beta - 1).relu(); }
+Tensor Tensor::mish() const { return *this * softplus().tanh(); }
+
+// ***** 8. initializers (mixin/rand.py) *****
+
+Tensor Tensor::scaled_uniform(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
+  return uniform(shape, -1.0, 1.0, dtype, device).mul(std::pow(double(prod_of(shape)), -0.5));
+}
+Tensor Tensor::glorot_uniform(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
+  if (shape.empty()) throw Error("glorot_uniform: needs at least one dim");
+  double bound = std::pow(6.0 / double(shape[0] + prod_of(Shape(shape.begin() + 1, shape.end()))), 0.5);
+  return uniform(shape, -bound, bound, dtype, device);
+}
+Tensor Tensor::kaiming_uniform(const Shape& shape, double a, std::optional<DType> dtype, const std::string& device) {
+  if (shape.empty()) throw Error("kaiming_uniform: needs at least one dim");
+  double bound = std::pow(6.0 / (1 + a * a) / double(prod_of(Shape(shape.begin() + 1, shape.end()))), 0.5);
+  return uniform(shape, -bound, bound, dtype, device);
+}
+
+}  // namespace tg
