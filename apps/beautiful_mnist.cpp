@@ -91,16 +91,7 @@ int main(int argc, char** argv) try {
   }
 
   auto opt = nn::optim::Adam(nn::state::get_parameters(model), o.lr);
-  tg::TinyJit<Tensor> train_step([&](const std::vector<Tensor>& in) {
-    tg::Context train({{"TRAINING", 1}});
-    opt.zero_grad();
-    Tensor loss = model(in[0]).sparse_categorical_crossentropy(in[1]);
-    loss.backward();
-    std::vector<Tensor> realize = opt.schedule_step();
-    realize.insert(realize.begin(), loss);
-    Tensor::realize(realize);
-    return loss;
-  });
+  tg::TinyJit<Tensor> train_step = tg::jit_train_step(model, opt);
 
   std::mt19937_64 rng(uint64_t(o.seed));
   std::uniform_int_distribution<int64_t> pick(0, n_train - 1);

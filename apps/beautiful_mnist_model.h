@@ -1,7 +1,11 @@
 #pragma once
 // tinygrad's beautiful_mnist model (examples/beautiful_mnist.py): two 5x5 and two 3x3 convolutions with BatchNorm and
-// max pooling, then one linear layer. Shared by the main job (apps/beautiful_mnist.cpp) and bench/mnist.cpp.
+// max pooling, then one linear layer, and its training step. Shared by the main job (apps/beautiful_mnist.cpp),
+// bench/mnist.cpp and the tests that train it.
+#include "tg/context.h"
+#include "tg/jit.h"
 #include "tg/nn.h"
+#include "tg/optim.h"
 
 namespace tg {
 
@@ -18,5 +22,20 @@ struct BeautifulMnist : nn::Module {
     return l1(h.flatten(1));
   }
 };
+
+// one training step under TinyJit: (images, labels) -> loss. Forward, sparse categorical cross-entropy, backward and the
+// optimizer's update are realized as one schedule (the loss reads the weights the update overwrites)
+template <class Model> TinyJit<Tensor> jit_train_step(Model& model, nn::optim::Optimizer& opt) {
+  return TinyJit<Tensor>([&model, &opt](const std::vector<Tensor>& in) {
+    Context train({{"TRAINING", 1}});
+    opt.zero_grad();
+    Tensor loss = model(in[0]).sparse_categorical_crossentropy(in[1]);
+    loss.backward();
+    std::vector<Tensor> todo = opt.schedule_step();
+    todo.push_back(loss);
+    Tensor::realize(todo);
+    return loss;
+  });
+}
 
 }  // namespace tg

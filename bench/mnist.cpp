@@ -31,16 +31,7 @@ int main(int argc, char** argv) {
   // ours
   tg::BeautifulMnist model;
   auto opt = tg::nn::optim::Adam(tg::nn::state::get_parameters(model), 1e-3);
-  tg::TinyJit<tg::Tensor> step([&](const std::vector<tg::Tensor>& in) {
-    tg::Context train({{"TRAINING", 1}});
-    opt.zero_grad();
-    tg::Tensor loss = model(in[0]).sparse_categorical_crossentropy(in[1]);
-    loss.backward();
-    std::vector<tg::Tensor> r = opt.schedule_step();
-    r.push_back(loss);
-    tg::Tensor::realize(r);
-    return loss;
-  });
+  tg::TinyJit<tg::Tensor> step = tg::jit_train_step(model, opt);
   auto run = [&] { return step(tg::Tensor::from_vector(xs, {bs, 1, 28, 28}), tg::Tensor::from_vector(ys, {bs})).item<float>(); };
   auto t = Clock::now();
   run();

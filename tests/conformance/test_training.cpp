@@ -61,16 +61,7 @@ void train_both(Ours& ours, Theirs& theirs, OurOpt& opt, TheirOpt& topt, const s
                 oracle::Tol loss_tol, oracle::Tol weight_tol, int resync_from) {
   tg::Context jit_mode({{"JIT", jit ? 1 : 0}});
   theirs.train();
-  tg::TinyJit<tg::Tensor> step([&](const std::vector<tg::Tensor>& in) {
-    tg::Context train({{"TRAINING", 1}});
-    opt.zero_grad();
-    tg::Tensor loss = ours(in[0]).sparse_categorical_crossentropy(in[1]);
-    loss.backward();
-    std::vector<tg::Tensor> r = opt.schedule_step();
-    r.push_back(loss);
-    tg::Tensor::realize(r);
-    return loss;
-  });
+  tg::TinyJit<tg::Tensor> step = tg::jit_train_step(ours, opt);
   for (int i = 0; i < int(data.size()); i++) {
     if (i >= resync_from) copy_weights(ours, theirs);
     const auto& [x, y] = data[size_t(i)];
