@@ -289,9 +289,9 @@ struct RewriteContext {
   std::vector<Entry> stack;
   NodeMap<bool> on_stack;
   NodeMap<std::vector<Entry>> waitlist;
-  std::vector<UOp> tmp;
+  std::vector<UOp> tmp, fp_seen;
   void clear() {
-    replace.clear(), bpm_cache.clear(), on_stack.clear(), waitlist.clear(), stack.clear(), tmp.clear();
+    replace.clear(), bpm_cache.clear(), on_stack.clear(), waitlist.clear(), stack.clear(), tmp.clear(), fp_seen.clear();
   }
 
   UOp cached_bpm_rewrite(const UOp& x) {
@@ -321,11 +321,12 @@ struct RewriteContext {
       if (e.stage == 0) {
         UOp new_n = e.n;
         if (bpm) {
-          std::unordered_set<UOp> seen;
+          fp_seen.clear();  // fixed-point chains are short: a reused vector, not a hash set per node
           UOp test_n = e.n;
           try {
             while (test_n) {
-              if (!seen.insert(test_n).second) throw Error("infinite loop in fixed_point_rewrite");
+              if (std::find(fp_seen.begin(), fp_seen.end(), test_n) != fp_seen.end()) throw Error("infinite loop in fixed_point_rewrite");
+              fp_seen.push_back(test_n);
               new_n = test_n;
               test_n = cached_bpm_rewrite(test_n);
             }
