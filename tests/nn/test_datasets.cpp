@@ -11,6 +11,7 @@
 
 #include "tg/datasets.h"
 #include "util/process.h"
+#include "../tensor/tensor_test_util.h"
 
 using namespace tg;
 using tg::nn::datasets::mnist;
@@ -19,19 +20,8 @@ namespace {
 
 const char* kDir = "/usr/share/datasets/fashion-mnist";
 
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a tg::Error: ") + e.what() + ">";
-  }
-  return "<no throw>";
-}
-void expect_has(const std::string& msg, std::initializer_list<std::string> parts) {
-  for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-}
+using testutil::error_of;
+using testutil::expect_has;
 
 std::vector<uint8_t> be32(uint32_t v) { return {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)}; }
 std::vector<uint8_t> idx_file(uint32_t magic, std::vector<uint32_t> dims, size_t data_bytes) {

@@ -11,24 +11,14 @@
 #include "tensor/tensor_impl.h"
 #include "tg/state.h"
 #include "util/process.h"
+#include "../tensor/tensor_test_util.h"
 
 using namespace tg;
 
 namespace {
 
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a tg::Error: ") + e.what() + ">";
-  }
-  return "<no throw>";
-}
-void expect_has(const std::string& msg, std::initializer_list<std::string> parts) {
-  for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-}
+using testutil::error_of;
+using testutil::expect_has;
 
 // a file of n bytes where byte i is (i * 7 + 3) % 256
 class Disk : public ::testing::Test {

@@ -37,5 +37,9 @@ template <class F> std::string error_of(F f) {
   }
   return "<no throw>";
 }
+// every part appears in the message
+inline void expect_has(const std::string& msg, std::initializer_list<std::string> parts) {
+  for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
 
 }  // namespace tg::testutil
