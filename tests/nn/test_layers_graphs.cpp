@@ -138,32 +138,5 @@ TEST(NnGraphs, MatchTinygrad) {
   auto cases = load_cases();
   auto b = builders();
   ASSERT_GE(cases.size(), 80u);
-  int matched = 0;
-  std::vector<std::string> failed;
-  for (auto& c : cases) {
-    SCOPED_TRACE("case " + c.name + ": " + c.expr);
-    auto it = b.find(c.name);
-    if (it == b.end()) { ADD_FAILURE() << "no C++ builder for case " << c.name; continue; }
-    std::string got, shape, dtype;
-    try {
-      Tensor t = it->second();
-      got = normalize_slots(t.graph()), shape = t.shape_str();
-      std::ostringstream os;
-      os << t.dtype();
-      dtype = os.str();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "threw: " << e.what();
-      failed.push_back(c.name);
-      continue;
-    }
-    EXPECT_EQ(shape, c.shape);
-    EXPECT_EQ(dtype, c.dtype);
-    EXPECT_EQ(got, normalize_slots(c.str));
-    if (got == normalize_slots(c.str) && shape == c.shape && dtype == c.dtype) matched++;
-    else failed.push_back(c.name);
-  }
-  std::string f;
-  for (auto& n : failed) f += " " + n;
-  std::printf("nn graphs: %d of %zu equal tinygrad's%s%s\n", matched, cases.size(), failed.empty() ? "" : "; differ:", f.c_str());
-  EXPECT_EQ(b.size(), cases.size()) << "every builder has a case in the data file";
+  testutil::expect_graphs_match("nn graphs", cases, b);
 }

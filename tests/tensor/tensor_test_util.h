@@ -2,7 +2,10 @@
 // Helpers shared by the Tensor test files.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
+#include <sstream>
+#include <vector>
 #include <regex>
 #include <string>
 
@@ -40,6 +43,38 @@ template <class F> std::string error_of(F f) {
 // every part appears in the message
 inline void expect_has(const std::string& msg, std::initializer_list<std::string> parts) {
   for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+
+// every case's graph, shape and dtype built by its C++ builder equals tinygrad's printed ones; prints the tally
+template <class Cases, class Builders> void expect_graphs_match(const char* what, const Cases& cases, const Builders& b) {
+  int matched = 0;
+  std::vector<std::string> failed;
+  for (auto& c : cases) {
+    SCOPED_TRACE("case " + c.name + ": " + c.expr);
+    auto it = b.find(c.name);
+    if (it == b.end()) { ADD_FAILURE() << "no C++ builder for case " << c.name; continue; }
+    std::string got, shape, dtype;
+    try {
+      auto t = it->second();
+      got = normalize_slots(t.graph()), shape = t.shape_str();
+      std::ostringstream os;
+      os << t.dtype();
+      dtype = os.str();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "threw: " << e.what();
+      failed.push_back(c.name);
+      continue;
+    }
+    EXPECT_EQ(shape, c.shape);
+    EXPECT_EQ(dtype, c.dtype);
+    EXPECT_EQ(got, normalize_slots(c.str));
+    if (got == normalize_slots(c.str) && shape == c.shape && dtype == c.dtype) matched++;
+    else failed.push_back(c.name);
+  }
+  std::string f;
+  for (auto& n : failed) f += " " + n;
+  std::printf("%s: %d of %zu equal tinygrad's%s%s\n", what, matched, cases.size(), failed.empty() ? "" : "; differ:", f.c_str());
+  EXPECT_EQ(b.size(), cases.size()) << "every builder has a case in the data file";
 }
 
 }  // namespace tg::testutil
