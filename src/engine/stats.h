@@ -8,6 +8,7 @@ namespace tg {
 
 struct EngineStats {
   int64_t schedules = 0;               // create_linear_with_vars calls (one per realize that had work)
+  int64_t realize_cache_hits = 0;      // realizes whose graph structure was scheduled before (structure_cache.cpp)
   int64_t schedule_cache_misses = 0;   // kernel graphs built from scratch (lower_sink_to_linear misses)
   int64_t program_lookups = 0;         // kernel ASTs looked up in the runtime cache by run_linear
   int64_t programs_built = 0;          // ... of which missed: lowered, compiled (or read from the disk cache), loaded

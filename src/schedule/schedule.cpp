@@ -55,6 +55,16 @@ UOp make_call(const UOp& body, std::span<const UOp> args) {
 
 }  // namespace
 
+ScheduleKey ScheduleKey::of(const UOp& graph) {
+  return {graph, {getenv_int("MAX_KERNEL_BUFFERS", 0), getenv_int("SPLIT_REDUCEOP", 1), getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768),
+                  getenv_int("REDUCEOP_SPLIT_SIZE", 22), getenv_int("NO_MEMORY_PLANNER", 0)}};
+}
+size_t ScheduleKeyHash::operator()(const ScheduleKey& k) const {
+  size_t h = k.graph.hash();
+  for (auto v : k.knobs) h = h * 1000003u ^ std::hash<int64_t>{}(v);
+  return h;
+}
+
 UOp create_schedule(const UOp& sched_sink) {
   std::unordered_map<UOp, std::vector<UOp>> children;
   std::vector<UOp> order;  // kernels in first-seen order (in_degree's dict order)
@@ -132,8 +142,8 @@ namespace {
 
 // keyed by the function node itself: hash-consing makes an equal graph the same node, and the key keeps it alive, so
 // a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph)
-std::unordered_map<UOp, UOp>& schedule_cache() {
-  static std::unordered_map<UOp, UOp> c;
+std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
+  static std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash> c;
   return c;
 }
 
@@ -141,11 +151,12 @@ UOp lower_sink_to_linear(const UOp& function) {
   auto st = std::chrono::steady_clock::now();
   bool scache = getenv_int("SCACHE", 1) != 0, hit = false;
   UOp linear;
-  if (auto it = schedule_cache().find(function); scache && it != schedule_cache().end()) linear = it->second, hit = true;
+  ScheduleKey key = ScheduleKey::of(function);
+  if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
   else {
     engine_stats().schedule_cache_misses++;
     linear = create_schedule(get_kernel_graph(function));
-    if (scache) schedule_cache()[function] = linear;
+    if (scache) schedule_cache()[key] = linear;
   }
   if ((debug_level() >= 1 && linear.src().size() > 1) || debug_level() >= 3) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();

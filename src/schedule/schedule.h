@@ -5,6 +5,7 @@
 //   auto [call, becomes] = transform_to_call(UOp::sink({a, b}));   // callify
 //   apply becomes to every live tensor (the tensor layer owns that), then
 //   auto [linear, vars] = create_linear_with_vars(call);           // rangeify, kernel split, order, memory plan
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,6 +18,19 @@ namespace tg {
 
 using VarVals = std::map<std::string, int64_t>;
 
+// what the schedule caches key on: a graph and the settings the scheduler reads (MAX_KERNEL_BUFFERS, SPLIT_REDUCEOP,
+// REDUCEOP_SPLIT_THRESHOLD, REDUCEOP_SPLIT_SIZE, NO_MEMORY_PLANNER), so a graph scheduled under other values is
+// scheduled again
+struct ScheduleKey {
+  UOp graph;
+  std::array<int64_t, 5> knobs;
+  static ScheduleKey of(const UOp& graph);
+  bool operator==(const ScheduleKey&) const = default;
+};
+struct ScheduleKeyHash {
+  size_t operator()(const ScheduleKey& k) const;
+};
+
 struct Callified {
   UOp call;                                  // CALL(SINK(assigns...), *input buffers)
   std::vector<std::pair<UOp, UOp>> becomes;  // as-built tensor node -> the node it now is (a view of its buffer)
@@ -26,5 +40,14 @@ struct Callified {
 Callified transform_to_call(const UOp& big_sink);
 // the CALL from transform_to_call -> LINEAR(CALL(kernel SINK or COPY, *BUFFERs)...), and the bound variable values
 std::pair<UOp, VarVals> create_linear_with_vars(const UOp& call);
+
+// both of the above for a tensor graph, through the realize cache (structure_cache.cpp): the same structure on other
+// buffers reuses the schedule. becomes as in Callified, over the nodes of big_sink
+struct Scheduled {
+  UOp linear;
+  VarVals vars;
+  std::vector<std::pair<UOp, UOp>> becomes;
+};
+Scheduled schedule_tensor_graph(const UOp& big_sink);
 
 }  // namespace tg

@@ -178,10 +178,9 @@ std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors) {
     if (t.dtype().is_weak() && t.device()) throw Error("realize: cannot realize a weak dtype (" + dt_name(t.dtype()) + "); cast to a concrete dtype first");
     srcs.push_back(uop_of(t));
   }
-  Callified c = transform_to_call(UOp::sink(srcs));
-  std::unordered_map<UOp, UOp> becomes(c.becomes.begin(), c.becomes.end());
-  apply_map_to_tensors(becomes);
-  return create_linear_with_vars(c.call);
+  Scheduled s = schedule_tensor_graph(UOp::sink(srcs));
+  apply_map_to_tensors(std::unordered_map<UOp, UOp>(s.becomes.begin(), s.becomes.end()));
+  return {std::move(s.linear), std::move(s.vars)};
 }
 
 UOp schedule_linear(const std::vector<Tensor>& tensors) {

@@ -4,7 +4,9 @@
 
 #include <sstream>
 
+#include "engine/stats.h"
 #include "tensor/tensor_impl.h"
+#include "tg/context.h"
 #include "tensor_test_util.h"
 
 using namespace tg;
@@ -248,4 +250,52 @@ TEST(TensorRealize, Rand) {
     Tensor::manual_seed(42);
     EXPECT_EQ(Tensor::rand({6}).to_vector<float>(), r);
   }
+}
+
+// the realize cache (structure_cache.cpp): the same graph structure on new buffers reuses its schedule, with the right
+// buffers; a structure differing only in which inputs alias, or a scheduler setting, is scheduled anew
+TEST(TensorRealize, RealizeCacheReusesScheduleOnNewBuffers) {
+  auto& st = engine_stats();
+  auto run = [](const std::vector<float>& a, const std::vector<float>& b) {
+    Tensor x = Tensor::from_vector(a, {2, 2}), y = Tensor::from_vector(b, {2, 2});
+    return ((x * 2 + y).relu().sum(1) + x.max()).to_vector<float>();
+  };
+  EXPECT_EQ(run({1, 2, 3, 4}, {0, 0, 0, 0}), (std::vector<float>{10, 18}));
+  int64_t hits = st.realize_cache_hits, misses = st.schedule_cache_misses;
+  EXPECT_EQ(run({-1, 5, 0, 2}, {1, -20, 3, 1}), (std::vector<float>{5, 13}));
+  EXPECT_EQ(run({0, 0, 0, 1}, {7, 8, 9, 9}), (std::vector<float>{16, 21}));
+  EXPECT_EQ(st.realize_cache_hits - hits, 2);
+  EXPECT_EQ(st.schedule_cache_misses - misses, 0);
+  // x op x reads one buffer twice: another structure than x op y, and the values say which buffer was read
+  Tensor x = Tensor::from_vector<float>({1, 2}, {2}), y = Tensor::from_vector<float>({10, 20}, {2});
+  EXPECT_EQ((x - y).to_vector<float>(), (std::vector<float>{-9, -18}));
+  EXPECT_EQ((x - x).to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_EQ((y - x).to_vector<float>(), (std::vector<float>{9, 18}));
+  // in-place assign through a cached schedule writes the new target, and only it
+  for (float v : {3.f, 4.f}) {
+    Tensor t = Tensor::from_vector<float>({v, v}, {2}), other = Tensor::from_vector<float>({0, 0}, {2});
+    t.assign(t * t + 1).realize();
+    EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{v * v + 1, v * v + 1}));
+    EXPECT_EQ(other.to_vector<float>(), (std::vector<float>{0, 0}));
+  }
+  // two outputs of one realize get distinct fresh buffers each time
+  for (int i = 0; i < 2; i++) {
+    Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3}) * float(i + 1);
+    Tensor b = a + 1, c = a * 10;
+    Tensor::realize({b, c});
+    EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{float(i + 2), float(2 * i + 3), float(3 * i + 4)}));
+    EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{10.f * float(i + 1), 20.f * float(i + 1), 30.f * float(i + 1)}));
+  }
+  // a scheduler setting is part of the key: the same structure under it is scheduled again
+  Tensor big = Tensor::from_vector(std::vector<float>(40000, 1.f), {40000});
+  EXPECT_EQ(big.sum().item<float>(), 40000.f);
+  misses = st.schedule_cache_misses;
+  {
+    Context ctx({{"SPLIT_REDUCEOP", 0}});
+    Tensor big2 = Tensor::from_vector(std::vector<float>(40000, 2.f), {40000});
+    EXPECT_EQ(schedule_linear({big2.sum()}).src().size(), 1u);
+  }
+  EXPECT_GT(st.schedule_cache_misses, misses);
+  Tensor big3 = Tensor::from_vector(std::vector<float>(40000, 3.f), {40000});
+  EXPECT_EQ(schedule_linear({big3.sum()}).src().size(), 2u);
 }
