@@ -1,6 +1,6 @@
 // The main job: tinygrad's beautiful_mnist CNN trained with Adam on Fashion-MNIST under TinyJit, then its test accuracy.
 //
-//   build/beautiful_mnist                         train (default 1000 steps of 128) and report test accuracy
+//   build/beautiful_mnist                         train (default 1500 steps of 128) and report test accuracy
 //   build/beautiful_mnist --steps 70 --bs 512 --save model.safetensors
 //   build/beautiful_mnist --eval model.safetensors
 #include <chrono>
@@ -24,7 +24,7 @@ using tg::BeautifulMnist;
 namespace nn = tg::nn;
 
 struct Options {
-  int64_t steps = 1000, bs = 128, seed = 42, eval_every = 200;
+  int64_t steps = 1500, bs = 128, seed = 42, eval_every = 250;
   double lr = 0.001;
   bool cosine = true;
   std::string data = "/usr/share/datasets/fashion-mnist", save, eval;
