@@ -8,6 +8,7 @@
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 
 namespace tg {
 
@@ -36,18 +37,17 @@ std::vector<TensorImpl*> all_tensors() {
 
 void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
   // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo)
-  std::unordered_map<const UOpNode*, bool> in_scope;
-  std::unordered_set<const UOpNode*> keys;
-  for (auto& [k, v] : applied_map) keys.insert(k.get());
+  NodeMap<bool> in_scope(256);
   std::vector<TensorImpl*> scope;
   for (TensorImpl* t : registry()) {
     for (const UOpNode* n : t->uop.topo_nodes()) {
-      if (in_scope.count(n)) continue;
-      bool r = keys.count(n) > 0;
-      for (uint32_t i = 0; !r && i < n->nsrc; i++) r = in_scope[n->srcs()[i].get()];
-      in_scope[n] = r;
+      auto [r, added] = in_scope.try_emplace(UOp(n));
+      if (!added) continue;
+      bool hit = applied_map.contains(UOp(n));
+      for (uint32_t i = 0; !hit && i < n->nsrc; i++) hit = *in_scope.find(n->srcs()[i]);
+      *r = hit;
     }
-    if (in_scope[t->uop.get()]) scope.push_back(t);
+    if (*in_scope.find(t->uop)) scope.push_back(t);
   }
   if (scope.empty()) return;
   std::vector<UOp> srcs;
