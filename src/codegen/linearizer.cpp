@@ -143,12 +143,12 @@ std::vector<UOp> linearize(const UOp& sink) {
 
 namespace {
 
-// an insertion-ordered set of nodes (tinygrad's dict[UOp, None])
+// an insertion-ordered set of nodes (tinygrad's dict[UOp, None]); it holds a kernel's RANGEs and ENDs: few, so a
+// linear scan beats hashing
 struct OrderedSet {
   std::vector<UOp> v;
-  std::unordered_set<UOp> s;
-  void add(const UOp& u) { if (s.insert(u).second) v.push_back(u); }
-  bool has(const UOp& u) const { return s.contains(u); }
+  void add(const UOp& u) { if (!has(u)) v.push_back(u); }
+  bool has(const UOp& u) const { return std::find(v.begin(), v.end(), u) != v.end(); }
 };
 
 }  // namespace

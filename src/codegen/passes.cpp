@@ -37,7 +37,6 @@ Arg::Ints with_type(const UOp& r, std::initializer_list<int64_t> extra, AxisType
   return a;
 }
 Ops reduce_op(const UOp& r) { return Ops(r.arg().ints()[0]); }
-UOp opt(M m, std::string_view name) { try { return m[name]; } catch (const Error&) { return UOp(); } }
 // a node rebuilt with new sources, its dtype derived again where the op derives one (tinygrad's replace(dtype=None))
 UOp rebuild(const UOp& b, const std::vector<UOp>& src) {
   auto dt = dtype_from_uop(b.op(), src, b.arg());
@@ -45,7 +44,8 @@ UOp rebuild(const UOp& b, const std::vector<UOp>& src) {
 }
 // shapes of codegen nodes: a SHRINK of a symbolic offset has the shape of its size (UOp::shape() wants const args)
 std::optional<Shape> cg_shape(const UOp& u) {
-  try { return u.shape_opt(); } catch (const Error&) { return lin_max_shape(u); }
+  if (const auto* s = u.shape_if_valid()) return *s;
+  return lin_max_shape(u);
 }
 UOp shape_arg(const Shape& s) {
   if (s.size() == 1) return cint(s[0]);
@@ -124,7 +124,7 @@ const PatternMatcher& pm_reduce_collapse() {
                              (U(RANGE, {}, {}, {}, "r") < V("lower")).where(ufix_pat(0), V("val")),
                              ((V("r") < V("lower")).logical_not() & (U(RANGE, {}, {}, {}, "r") < V("upper"))).where(V("val"), ufix_pat(0))}),
                       V("r")}, Arg{int64_t(ADD), 0}) >> [](M m) {
-        UOp r = m["r"], val = m["val"], lower = opt(m, "lower"), upper = opt(m, "upper");
+        UOp r = m["r"], val = m["val"], lower = m.get("lower"), upper = m.get("upper");
         if (!no_range(val)) return UOp();
         UOp hi = upper ? upper.minimum(r.src(0)) : r.src(0);
         UOp lo = lower ? lower.maximum(cint(0)) : r.const_like(0);
@@ -223,7 +223,8 @@ UOp simplify_merge_adjacent(UOp u) {
     for (auto& rngs : reduce_ranges) same &= has(rngs, r0) == has(rngs, r1);
     if (!same) continue;
     UOp s0 = r0.src(0), s1 = r1.src(0), new_range = r0.replace({.src = std::vector{s0 * s1}});
-    UOp nidx = graph_rewrite(u.substitute({{r0, new_range / s1}, {r1, new_range % s1}}), symbolic() + pm_flatten_range());
+    static const PatternMatcher pm = symbolic() + pm_flatten_range();
+    UOp nidx = graph_rewrite(u.substitute({{r0, new_range / s1}, {r1, new_range % s1}}), pm);
     if (count_divmod(nidx) <= count_divmod(u)) u = nidx;
   }
   return u;

@@ -12,10 +12,8 @@ namespace tg {
 // ***** 1. properties of linearized nodes *****
 
 namespace {
-using ShapeMemo = std::unordered_map<const UOpNode*, std::optional<std::vector<int64_t>>>;
 using AddrMemo = std::unordered_map<const UOpNode*, std::optional<AddrSpace>>;
-// set while a kernel renders (the list keeps its nodes alive): shapes and address spaces are computed once per node
-thread_local ShapeMemo* g_memo = nullptr;
+// set while a kernel renders (the list keeps its nodes alive): address spaces are computed once per node
 thread_local AddrMemo* g_amemo = nullptr;
 
 int64_t dim_of(const UOp& x) {
@@ -40,10 +38,9 @@ std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes) 
   return out;
 }
 
-std::optional<std::vector<int64_t>> shape_impl(const UOp& u, ShapeMemo& memo) {
-  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
   using enum Ops;
-  auto src = [&](size_t i) { return shape_impl(u.src(i), memo); };
+  auto src = [&](size_t i) { return lin_max_shape(u.src(i)); };
   auto need = [&](size_t i) {
     auto s = src(i);
     if (!s) throw Error("renderer: " + std::string(op_name(u.op())) + " needs a shaped source, " + std::string(op_name(u.src(i).op())) + " has none");
@@ -98,31 +95,29 @@ std::optional<std::vector<int64_t>> shape_impl(const UOp& u, ShapeMemo& memo) {
         r = broadcast(ins);
       } else throw Error("renderer: no shape handling for " + std::string(op_name(u.op())));
   }
-  memo.emplace(u.get(), r);
   return r;
 }
 }  // namespace
 
 namespace {
 struct MemoScope {
-  ShapeMemo shapes;
   AddrMemo addrs;
-  ShapeMemo* prev_s;
   AddrMemo* prev_a;
-  MemoScope() : prev_s(g_memo), prev_a(g_amemo) { g_memo = &shapes, g_amemo = &addrs; }
-  ~MemoScope() { g_memo = prev_s, g_amemo = prev_a; }
+  MemoScope() : prev_a(g_amemo) { g_amemo = &addrs; }
+  ~MemoScope() { g_amemo = prev_a; }
   MemoScope(const MemoScope&) = delete;
   MemoScope& operator=(const MemoScope&) = delete;
 };
 }  // namespace
 
-std::optional<std::vector<int64_t>> lin_max_shape(const UOp& u) {
-  if (g_memo) return shape_impl(u, *g_memo);
-  ShapeMemo memo;
-  return shape_impl(u, memo);
+const std::optional<Shape>& lin_max_shape(const UOp& u) {
+  const UOpNode* n = u.get();
+  if (!n->cache) n->cache = std::make_unique<UOpNode::Cache>();
+  if (!n->cache->max_shape) n->cache->max_shape = max_shape_impl(u);
+  return *n->cache->max_shape;
 }
 int64_t lin_max_numel(const UOp& u) {
-  auto s = lin_max_shape(u);
+  const auto& s = lin_max_shape(u);
   int64_t n = 1;
   if (s) for (auto x : *s) n *= x;
   return n;
@@ -454,7 +449,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     }
     if (op == PARAM) {
       std::string nm = "data" + std::to_string(u.arg().param().slot) + "_";
-      auto shp = lin_max_shape(u);
+      const auto& shp = lin_max_shape(u);
       for (size_t i = 0; shp && i < shp->size(); i++) nm += (i ? "_" : "") + std::to_string((*shp)[i]);
       r[u] = nm;
       p.bufs.push_back({nm, {u, writable.count(u.get()) > 0}});

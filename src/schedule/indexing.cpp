@@ -176,6 +176,15 @@ std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const Movement
       return out;
     }
     case RESHAPE: {
+      // constant indices (devectorized elements): the integer math the symbolic rewrite below would fold to
+      auto nonneg_int = [](const UOp& r) { return r.op() == CONST && r.dtype() == dtypes::weakint && r.val().is_int() && r.val().i >= 0; };
+      if (std::all_of(rngs.begin(), rngs.end(), nonneg_int) && std::all_of(in_shape.begin(), in_shape.end(), [](int64_t s) { return s > 0; })) {
+        int64_t flat = 0, acc = 1;
+        for (size_t k = std::min(arg.ints.size(), rngs.size()); k-- > 0;) flat += acc * rngs[k].val().i, acc *= arg.ints[k];
+        out.resize(in_shape.size());
+        for (size_t k = in_shape.size(); k-- > 0;) out[k] = UOp::const_(flat % in_shape[k]), flat /= in_shape[k];
+        return out;
+      }
       UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
       std::unordered_map<UOp, UOp> sub, back;
       int64_t i = 0;

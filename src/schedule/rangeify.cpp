@@ -28,15 +28,13 @@ const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
 
 template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 UOp cint(int64_t v) { return UOp::const_(v); }
-UOp opt_capture(M m, std::string_view name) {
-  try { return m[name]; } catch (const Error&) { return UOp(); }
-}
 std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
 std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }
 bool no_range(const UOp& u) { return !u.op_in_backward_slice_with_self(RANGE); }
 const std::optional<Shape>& shape_or_none(const UOp& u) {
   static const std::optional<Shape> none;
-  try { return u.shape_opt(); } catch (const Error&) { return none; }
+  const auto* s = u.shape_if_valid();
+  return s ? *s : none;
 }
 }  // namespace
 
@@ -294,7 +292,7 @@ const PatternMatcher& pm_reduce_collapse() {
                              ((V("r") < V("lower")).logical_not() & (U(RANGE, {}, {}, {}, "r") < V("upper"))).where(V("val"), ufix_pat(0))}),
                       V("r")},
         Arg{int64_t(ADD), 0}) >> [](M m) {
-        UOp r = m["r"], val = m["val"], lower = opt_capture(m, "lower"), upper = opt_capture(m, "upper");
+        UOp r = m["r"], val = m["val"], lower = m.get("lower"), upper = m.get("upper");
         if (!no_range(val)) return UOp();
         UOp hi = upper ? upper.minimum(r.src(0)) : r.src(0);
         UOp lo = lower ? lower.maximum(cint(0)) : UOp::const_(int64_t(0), r.dtype());
@@ -449,7 +447,7 @@ UOp remove_bufferize(const UOp& src, const UOp& buf, const UOp& idx) {
   static const PatternMatcher pm_gate_substitute{U::ops(GroupOp::All, "b") >> [](M m) -> UOp {
     auto& d = m.ctx<const std::unordered_map<UOp, UOp>>();
     for (auto& r : m["b"].ranges()) if (d.contains(r)) return UOp();
-    throw BottomUpGate{};
+    return bottom_up_gate();
   }};
   return src.substitute(replaced, &pm_gate_substitute);
 }
@@ -486,7 +484,8 @@ UOp get_kernel_graph(const UOp& sink) {
   // DEBUG_RANGEIFY=1 prints the graph after each pass
   bool dbg = getenv_int("DEBUG_RANGEIFY", 0) > 0;
   auto show = [&](const char* pass, const UOp& g) { if (dbg) std::fprintf(stderr, "*** %s\n%s\n", pass, g.str().c_str()); };
-  UOp tsink = graph_rewrite(sink, pm_mops() + earliest_rewrites(), RewriteOpts{.bottom_up = true});
+  static const PatternMatcher earliest = pm_mops() + earliest_rewrites();
+  UOp tsink = graph_rewrite(sink, earliest, RewriteOpts{.bottom_up = true});
   int64_t copy_slots = 0;
   tsink = graph_rewrite(tsink, pm_copy_to_store(), &copy_slots, true);
   show("copy to store", tsink);

@@ -266,13 +266,13 @@ UOp copy_from_store(const UOp& call) {
 
 std::pair<UOp, VarVals> create_linear_with_vars(const UOp& big_sink) {
   engine_stats().schedules++;
-  PatternMatcher pm_schedule{UPat(Ops::SINK, {}, {}, {}, "function", true) >> [](M m) -> UOp {
+  static const PatternMatcher pm_schedule{UPat(Ops::SINK, {}, {}, {}, "function", true) >> [](M m) -> UOp {
     return kernel_info(m["function"]) ? UOp() : lower_sink_to_linear(m["function"]);
   }};
   UOp linear_call = graph_rewrite(big_sink, pm_schedule, RewriteOpts{.enter_calls = true});
-  PatternMatcher pm_resolve = PatternMatcher{UPat(Ops::CALL, {}, {UPat(Ops::LINEAR)}, {}, "c", true) >> [](M m) {
-                                return resolve_linear_call(m["c"]);
-                              }} + pm_flatten_linear();
+  static const PatternMatcher pm_resolve = PatternMatcher{UPat(Ops::CALL, {}, {UPat(Ops::LINEAR)}, {}, "c", true) >> [](M m) {
+                                             return resolve_linear_call(m["c"]);
+                                           }} + pm_flatten_linear();
   UOp linear = graph_rewrite(linear_call, pm_resolve);
   std::vector<UOp> calls;
   for (auto& c : linear.src()) calls.push_back(copy_from_store(c));

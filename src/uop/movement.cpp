@@ -308,11 +308,8 @@ UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
 namespace {
 // a node's shape, or none where it has none (or computing it fails: the rule then does not apply)
 std::optional<Shape> shape_of(const UOp& u) {
-  try {
-    return u.shape_opt();
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  const auto* s = u.shape_if_valid();
+  return s ? *s : std::nullopt;
 }
 
 // tinygrad's UOp.index: a single constant index into a STACK is that source

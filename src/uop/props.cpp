@@ -293,15 +293,22 @@ UOp UOp::divide_exact(const UOp& v) const {
 // ***** 3. shape *****
 
 // a shape argument (a CONST or a STACK of them) as ints; a non-constant dim is simplified first
-Shape as_shape(const UOp& u) {
-  auto dim = [](const UOp& x) -> int64_t {
+Shape as_shape(const UOp& u, std::string& err) {
+  auto dim = [&](const UOp& x) -> int64_t {
     UOp s = x.op() == Ops::CONST ? x : x.simplify();
-    if (s.op() != Ops::CONST || !s.val().is_int()) throw Error("symbolic shapes are not supported yet (" + x.render(false) + ")");
-    return s.val().i;
+    if (s.op() == Ops::CONST && s.val().is_int()) return s.val().i;
+    if (err.empty()) err = "symbolic shapes are not supported yet (" + x.render(false) + ")";
+    return 0;
   };
   if (u.op() != Ops::STACK) return {dim(u)};
   Shape r;
   for (auto& x : u.src()) r.push_back(dim(x));
+  return r;
+}
+Shape as_shape(const UOp& u) {
+  std::string err;
+  Shape r = as_shape(u, err);
+  if (!err.empty()) throw Error(err);
   return r;
 }
 
@@ -320,18 +327,26 @@ Shape broadcast_shapes(Ops op, const std::vector<Shape>& shapes) {
   return out;
 }
 
-std::optional<Shape> compute_shape(const UOp& u) {
+// a source's failure and a symbolic shape argument are not thrown: they go to err (the first one wins, as a throw
+// would), the computation goes on with a placeholder, and the caller drops whatever comes out; other errors are thrown
+std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
   using enum Ops;
+  auto src_opt = [&](size_t i) -> const std::optional<Shape>& {
+    static const std::optional<Shape> none;
+    if (const auto* s = u.src(i).shape_if_valid()) return *s;
+    if (err.empty()) err = u.src(i).get()->cache->shape_error;
+    return none;
+  };
   auto src_shape = [&](size_t i) -> Shape {
-    const auto& s = u.src(i).shape_opt();
-    if (!s) throw Error(std::string(op_name(u.op())) + " requires a shape, but its source " + std::string(op_name(u.src(i).op())) + " has none");
-    return *s;
+    const auto& s = src_opt(i);
+    if (!s && err.empty()) throw Error(std::string(op_name(u.op())) + " requires a shape, but its source " + std::string(op_name(u.src(i).op())) + " has none");
+    return s.value_or(Shape{});
   };
   switch (u.op()) {
     case IF: case BARRIER: case SINK: case REWRITE_ERROR: case ENDIF: case GROUP: case LINEAR: case PROGRAM: case SOURCE: case TUPLE:
     case FUNCTION: case CUSTOM_FUNCTION: case PYLITERAL: case GETTUPLE: return std::nullopt;
     case CALL: case INS: return u.dtype() == dtypes::void_ ? std::nullopt : std::optional<Shape>(Shape{});
-    case NOOP: return u.src().empty() ? std::nullopt : u.src(0).shape_opt();
+    case NOOP: return u.src().empty() ? std::nullopt : src_opt(0);
     case INDEX: {
       Shape r;
       for (size_t i = 1; i < u.src().size(); i++) { Shape s = src_shape(i); r.insert(r.end(), s.begin(), s.end()); }
@@ -348,7 +363,7 @@ std::optional<Shape> compute_shape(const UOp& u) {
     }
     case CONST: case GETADDR: case RANGE: case SPECIAL: return Shape{};
     case BITCAST: {  // a different itemsize rescales the last axis
-      const auto& ps = u.src(0).shape_opt();
+      const auto& ps = src_opt(0);
       if (!ps || ps->empty() || u.dtype().itemsize() == u.src(0).dtype().itemsize()) return ps;
       Shape r = *ps;
       int64_t in = u.src(0).dtype().itemsize(), out = u.dtype().itemsize();
@@ -363,12 +378,12 @@ std::optional<Shape> compute_shape(const UOp& u) {
       r.insert(r.end(), b.begin(), b.end());
       return r;
     }
-    case BUFFER: return u.src().empty() ? Shape{} : as_shape(u.src(0));
-    case PARAM: return as_shape(u.src(0));
+    case BUFFER: return u.src().empty() ? Shape{} : as_shape(u.src(0), err);
+    case PARAM: return as_shape(u.src(0), err);
     case MSTACK: case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:
-    case STORE: case END: return u.src(0).shape_opt();
+    case STORE: case END: return src_opt(0);
     case RESHAPE: {
-      Shape ps = src_shape(0), ns = as_shape(u.src(1));
+      Shape ps = src_shape(0), ns = as_shape(u.src(1), err);
       int64_t a = 1, b = 1;
       for (auto x : ps) a *= x;
       for (auto x : ns) {
@@ -378,7 +393,7 @@ std::optional<Shape> compute_shape(const UOp& u) {
       if (a != b) throw Error("RESHAPE: cannot reshape " + shape_str(ps) + " to " + shape_str(ns));
       return ns;
     }
-    case EXPAND: { Shape ns = as_shape(u.src(1)), ps = src_shape(0); ns.insert(ns.end(), ps.begin(), ps.end()); return ns; }
+    case EXPAND: { Shape ns = as_shape(u.src(1), err), ps = src_shape(0); ns.insert(ns.end(), ps.begin(), ps.end()); return ns; }
     case PERMUTE: {
       Shape ps = src_shape(0);
       const auto& perm = u.arg().ints();
@@ -391,7 +406,7 @@ std::optional<Shape> compute_shape(const UOp& u) {
       return r;
     }
     case PAD: case SHRINK: {
-      Shape ps = src_shape(0), lo = as_shape(u.src(1)), sz = as_shape(u.src(2));
+      Shape ps = src_shape(0), lo = as_shape(u.src(1), err), sz = as_shape(u.src(2), err);
       bool ok = lo.size() == ps.size() && sz.size() == ps.size();
       for (size_t i = 0; ok && i < ps.size(); i++)
         ok = u.op() == PAD ? (sz[i] >= 0 && lo[i] >= 0 && lo[i] + ps[i] <= sz[i]) : (lo[i] >= 0 && sz[i] >= 0 && lo[i] + sz[i] <= ps[i]);
@@ -426,10 +441,26 @@ std::optional<Shape> compute_shape(const UOp& u) {
 }
 }  // namespace
 
-const std::optional<Shape>& UOp::shape_opt() const {
+const std::optional<Shape>* UOp::shape_if_valid() const {
   if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
-  if (!p->cache->shape) p->cache->shape = compute_shape(*this);
-  return *p->cache->shape;
+  UOpNode::Cache& c = *p->cache;
+  if (!c.shape && c.shape_error.empty()) {
+    std::string err;
+    try {
+      std::optional<Shape> s = compute_shape(*this, err);
+      if (err.empty()) c.shape = std::move(s);
+    } catch (const Error& e) {
+      if (err.empty()) err = e.what();
+    } catch (...) {
+      if (err.empty()) throw;  // where an earlier failure was recorded, it is the one a throw would have reported
+    }
+    c.shape_error = std::move(err);
+  }
+  return c.shape ? &*c.shape : nullptr;
+}
+const std::optional<Shape>& UOp::shape_opt() const {
+  if (const auto* s = shape_if_valid()) return *s;
+  throw Error(p->cache->shape_error);
 }
 const Shape& UOp::shape() const {
   const auto& s = shape_opt();

@@ -146,7 +146,8 @@ class UOp {
   bool is_invalid() const;
   const ConstVal& vmin() const;
   const ConstVal& vmax() const;
-  const std::optional<Shape>& shape_opt() const;
+  const std::optional<Shape>& shape_opt() const;  // throws tg::Error where computing it fails (the failure is cached)
+  const std::optional<Shape>* shape_if_valid() const;  // nullptr where shape_opt() would throw
   const Shape& shape() const;  // throws tg::Error where the op has no shape
   std::vector<UOp> toposort() const;
   const std::vector<const UOpNode*>& topo_nodes() const;  // cached; the graph keeps these alive
@@ -275,6 +276,7 @@ size_t live_uops();  // nodes alive now (for leak tests)
 // called with each BUFFER node as it is freed (the engine drops the runtime buffer it owned); must not build UOps
 void set_buffer_release_hook(void (*hook)(const UOpNode*));
 Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
+Shape as_shape(const UOp& u, std::string& err);  // a symbolic one sets err (where still empty) instead of throwing
 std::string strip_parens(const std::string& s);  // "(a+b)" -> "a+b" when the outer parens enclose it all
 
 // binary operators: UOp with UOp or with a C++ number (a weak literal)
@@ -327,6 +329,8 @@ struct UOpNode {
   mutable ConstVal vmin, vmax;
   struct Cache {
     std::optional<std::optional<Shape>> shape;
+    std::string shape_error;  // set where computing the shape failed
+    std::optional<std::optional<Shape>> max_shape;  // renderer/cstyle.cpp
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
     std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp

@@ -145,6 +145,8 @@ constexpr int MAX_RULE_NAMES = 16;
 struct Pending { const UPatNode* pat; const UOpNode* node; const Pending* next; };
 
 struct MatchState {
+  // only the rule's own slots are cleared: this is built for every rule tried on every node
+  MatchState(const int* ids, int n, const RuleFn* f) : name_ids(ids), nnames(n), fn(f) { std::fill_n(slots, n, nullptr); }
   const int* name_ids;
   int nnames;
   const UOpNode* slots[MAX_RULE_NAMES];
@@ -216,15 +218,25 @@ struct RuleInfo {
   std::vector<std::string> names;
 };
 
-UOp Match::operator[](std::string_view name) const {
-  // the rule's names are few: a linear scan beats hashing
-  const RuleInfo* ri = static_cast<const RuleInfo*>(static_cast<const void*>(ctx_names));
+namespace {
+// the slot index of a capture name, or -1; the rule's names are few: a linear scan beats hashing
+int capture_slot(const void* ctx_names, std::string_view name) {
+  const RuleInfo* ri = static_cast<const RuleInfo*>(ctx_names);
   for (size_t i = 0; i < ri->names.size(); i++)
-    if (const std::string& n = ri->names[i]; n.size() == name.size() && n[0] == name[0] && n == name) {
-      if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
-      return UOp(slots[i]);
-    }
-  throw Error("UPat has no capture named '" + std::string(name) + "'");
+    if (const std::string& n = ri->names[i]; n.size() == name.size() && n[0] == name[0] && n == name) return int(i);
+  return -1;
+}
+}  // namespace
+
+UOp Match::operator[](std::string_view name) const {
+  int i = capture_slot(ctx_names, name);
+  if (i < 0) throw Error("UPat has no capture named '" + std::string(name) + "'");
+  if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
+  return UOp(slots[i]);
+}
+UOp Match::get(std::string_view name) const {
+  int i = capture_slot(ctx_names, name);
+  return i < 0 ? UOp() : UOp(slots[i]);
 }
 
 // ***** 3. PatternMatcher *****
@@ -247,7 +259,9 @@ void PatternMatcher::index() {
       if (t->ops.empty()) throw Error("a PatternMatcher rule must name the op(s) it matches at the top");
       ops = ops | t->ops;
     }
-    ops.each([&](Ops o) { by_op_[size_t(o)].push_back(i); });
+    bool alt = !p->alternatives.empty();
+    Candidate c{i, alt ? DTypeSet{} : p->dts, alt ? OpSet{} : p->early_reject};
+    ops.each([&](Ops o) { by_op_[size_t(o)].push_back(c); });
   }
 }
 
@@ -262,12 +276,12 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
   if (cands.empty()) return {};
   OpSet src_ops;
   for (auto& s : u.src()) src_ops.add(s.op());
-  for (uint32_t ri : cands) {
-    const Rule& rule = rules_[ri];
+  for (const Candidate& c : cands) {
+    if (!c.early_reject.subset_of(src_ops) || (!c.dts.any() && !c.dts.has(u.dtype()))) continue;
+    const Rule& rule = rules_[c.rule];
     const UPatNode* p = rule.pat.get();
-    if (p->alternatives.empty() && !p->early_reject.subset_of(src_ops)) continue;
-    const RuleInfo& info = (*infos_)[ri];
-    MatchState st{info.ids.data(), int(info.ids.size()), {}, &rule.fn, {}, {}};
+    const RuleInfo& info = (*infos_)[c.rule];
+    MatchState st(info.ids.data(), int(info.ids.size()), &rule.fn);
     st.m.ctx_ = ctx, st.m.root_ = &u, st.m.ctx_names = &info;
     if (match_one(p, u.get(), nullptr, st) && st.result != u) return std::move(st.result);
   }
@@ -275,6 +289,11 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
 }
 
 // ***** 4. graph_rewrite *****
+
+const UOp& bottom_up_gate() {
+  static const UOp* g = new UOp(UOp::make(Ops::NOOP, dtypes::void_, {}, Arg(), Arg(std::string("bottom_up_gate"))));  // never freed
+  return *g;
+}
 
 namespace {
 struct RewriteContext {
@@ -323,16 +342,21 @@ struct RewriteContext {
         if (bpm) {
           fp_seen.clear();  // fixed-point chains are short: a reused vector, not a hash set per node
           UOp test_n = e.n;
+          std::optional<UOp> gate;
           try {
             while (test_n) {
               if (std::find(fp_seen.begin(), fp_seen.end(), test_n) != fp_seen.end()) throw Error("infinite loop in fixed_point_rewrite");
               fp_seen.push_back(test_n);
               new_n = test_n;
               test_n = cached_bpm_rewrite(test_n);
+              if (test_n == bottom_up_gate()) { gate = UOp(); break; }
             }
           } catch (BottomUpGate& g) {
+            gate = g.result;
+          }
+          if (gate) {
             // the gate's result is final: it is not descended into, nor rewritten again when a parent is rebuilt
-            UOp r = g.result ? g.result : new_n;
+            UOp r = *gate ? *gate : new_n;
             if (r != e.n && !replace.contains(r)) replace[r] = r;
             done(e.n, r);
             continue;
@@ -386,7 +410,7 @@ struct RewriteContext {
       if (replace.contains(n)) continue;
       if (!processed) {
         if (bpm) {
-          if (UOp r = cached_bpm_rewrite(n)) { replace[n] = r; continue; }
+          if (UOp r = cached_bpm_rewrite(n)) { replace[n] = r == bottom_up_gate() ? n : r; continue; }
         }
         work.push_back({n, true});
         if (!enter_calls && is_opaque_call(n)) replace[n.src(0)] = n.src(0);

@@ -126,7 +126,8 @@ template <Scalar T> UPat operator-(T a, const UPat& b) { return ufix_pat(a) - b;
 // the captures of one match, by name; ctx is what graph_rewrite was given
 class Match {
  public:
-  UOp operator[](std::string_view name) const;
+  UOp operator[](std::string_view name) const;  // throws where the capture is not bound
+  UOp get(std::string_view name) const;         // an empty UOp where the capture is not bound
   template <size_t N> UOp operator[](const char (&name)[N]) const { return (*this)[std::string_view(name, N - 1)]; }
   const UOp& root() const { return *root_; }
   template <class T> T& ctx() const { return *static_cast<T*>(ctx_); }
@@ -158,7 +159,9 @@ class PatternMatcher {
  private:
   void index();
   std::vector<Rule> rules_;
-  std::vector<std::vector<uint32_t>> by_op_;  // rule indices per op
+  // the rules per op, with the checks of their top pattern that need no look at the pattern itself
+  struct Candidate { uint32_t rule; DTypeSet dts; OpSet early_reject; };
+  std::vector<std::vector<Candidate>> by_op_;
   std::shared_ptr<std::vector<struct RuleInfo>> infos_;
 };
 
@@ -166,6 +169,8 @@ class PatternMatcher {
 struct BottomUpGate {
   UOp result;
 };
+// returned by a bottom-up rule: BottomUpGate{} without the cost of a throw (the node stays as it is)
+const UOp& bottom_up_gate();
 
 struct RewriteOpts {
   bool bottom_up = false;

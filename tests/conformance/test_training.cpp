@@ -56,15 +56,25 @@ std::vector<std::pair<Pair, Pair>> batches(const std::vector<int64_t>& xshape, i
   return out;
 }
 
+// ||ours - theirs|| / ||theirs - before||: how far our update of a weight is from torch's, relative to torch's update
+double update_error(const at::Tensor& ours, const at::Tensor& theirs, const at::Tensor& before) {
+  double ref = (theirs - before).to(at::kDouble).norm().item<double>();
+  return (ours.to(at::kDouble) - theirs.to(at::kDouble)).norm().item<double>() / std::max(ref, 1e-30);
+}
+
+// update_rel > 0 compares each weight's update as a whole (update_error) instead of value by value: where single
+// gradient entries may route differently (see the CNN below), a wrong rule still moves the whole update by O(1)
 template <class Ours, class Theirs, class OurOpt, class TheirOpt>
 void train_both(Ours& ours, Theirs& theirs, OurOpt& opt, TheirOpt& topt, const std::vector<std::pair<Pair, Pair>>& data, bool jit,
-                oracle::Tol loss_tol, oracle::Tol weight_tol, int resync_from) {
+                oracle::Tol loss_tol, oracle::Tol weight_tol, int resync_from, double update_rel = 0) {
   tg::Context jit_mode({{"JIT", jit ? 1 : 0}});
   theirs.train();
   tg::TinyJit<tg::Tensor> step = tg::jit_train_step(ours, opt);
   for (int i = 0; i < int(data.size()); i++) {
     if (i >= resync_from) copy_weights(ours, theirs);
     const auto& [x, y] = data[size_t(i)];
+    std::map<std::string, at::Tensor> before;
+    for (auto& item : theirs.named_parameters()) before[item.key()] = item.value().detach().clone();
     tg::Tensor loss = step(x.t, y.t);
     topt.zero_grad();
     at::Tensor tloss = torch::nn::functional::cross_entropy(theirs.forward(x.a), y.a.to(at::kLong));
@@ -72,9 +82,11 @@ void train_both(Ours& ours, Theirs& theirs, OurOpt& opt, TheirOpt& topt, const s
     topt.step();
     EXPECT_TRUE(oracle::match(oracle::result(to_torch(loss)), oracle::result(tloss.detach()), loss_tol)) << "loss of step " << i;
     auto sd = nn::state::get_state_dict(ours);
-    for (auto& item : theirs.named_parameters())
-      EXPECT_TRUE(oracle::match(oracle::result(to_torch(sd.at(item.key()))), oracle::result(item.value().detach()), weight_tol))
-          << item.key() << " after step " << i;
+    for (auto& item : theirs.named_parameters()) {
+      at::Tensor w = to_torch(sd.at(item.key())), tw = item.value().detach();
+      if (update_rel > 0) EXPECT_LT(update_error(w, tw, before.at(item.key())), update_rel) << item.key() << " after step " << i;
+      else EXPECT_TRUE(oracle::match(oracle::result(w), oracle::result(tw), weight_tol)) << item.key() << " after step " << i;
+    }
   }
 }
 
@@ -92,6 +104,9 @@ TEST(Training, MlpLossCurveMatchesTorch) {
 // (even_ties). Two steps run free; after that a ReLU input within rounding of zero, or a pooling window whose maxima
 // tie in one library and not the other, routes a gradient differently and the runs drift apart chaotically (each
 // step multiplies the difference ~100x) although every single step agrees, so later steps start from the same weights.
+// Such a rerouted entry moves a few weights by ~1% (seen on an AVX-512 machine, where libtorch sums in another order),
+// so the weights are checked update by update, within 5% of torch's update in L2 norm (seen: under 0.03% on most
+// steps, 0.8% on a step where an entry rerouted).
 TEST(Training, BeautifulMnistLossCurveMatchesTorch) {
   tg::Tensor::manual_seed(3);  // the same initial weights every run
   tg::BeautifulMnist ours;
@@ -100,7 +115,7 @@ TEST(Training, BeautifulMnistLossCurveMatchesTorch) {
   copy_weights(ours, theirs);
   auto opt = nn::optim::SGD(nn::state::get_parameters(ours), 0.01);
   torch::optim::SGD topt(theirs.parameters(), torch::optim::SGDOptions(0.01));
-  train_both(ours, theirs, opt, topt, batches({8, 1, 28, 28}, 10, 6, true), true, {1e-4, 1e-5}, {1e-3, 1e-5}, 2);
+  train_both(ours, theirs, opt, topt, batches({8, 1, 28, 28}, 10, 6, true), true, {1e-4, 1e-5}, {1e-3, 1e-5}, 2, 5e-2);
 }
 
 }  // namespace
