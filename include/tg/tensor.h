@@ -277,6 +277,15 @@ class Tensor {
   Tensor& is_param_(bool is_param = true);
   Tensor contiguous_backward() const;  // identity forward; the gradient flowing back is made contiguous
 
+  // ** functions (tinygrad's Tensor.as_param / Tensor.call): a graph built on placeholders, applied to arguments **
+  // the placeholder for argument `slot` of a function body: this tensor's shape, dtype and device, none of its values
+  Tensor as_param(int64_t slot) const;
+  // a function's own gradient: the output's gradient and the arguments -> one gradient per argument (nullopt: none)
+  using CallGradFxn = std::function<std::vector<std::optional<Tensor>>(const Tensor& grad, const std::vector<Tensor>& args)>;
+  // fxn (built on as_param(0), as_param(1), ...) applied to (this, rest...): a FUNCTION in the graph, inlined when
+  // scheduled. Without grad_fxn the gradient flows through fxn's graph. The arguments must match the placeholders.
+  Tensor call(const std::vector<Tensor>& rest, const Tensor& fxn, CallGradFxn grad_fxn = {}) const;
+
   // ** nn functionals (nn_ops.cpp), tinygrad's Tensor methods; NCHW layouts, weights as tinygrad/PyTorch lay them out **
   Tensor conv2d(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, int64_t groups = 1, IntList stride = 1,
                 IntList dilation = 1, IntList padding = 0, std::optional<DType> dtype = std::nullopt) const;

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <numeric>
 
 #include "tensor/tensor_impl.h"
+#include "uop/args.h"
 #include "uop/movement.h"
 #include "uop/upat.h"
 
@@ -130,7 +132,7 @@ const PatternMatcher& pm_gradient() {
       UPat(Ops::AFTER, {}, {UPat(), UPat(Ops::STORE)}) >> [](M m) { return tuple({UOp(), G(m)}); },
       UPat(Ops::STORE, {}, {UPat(), UPat()}) >> [](M m) { return tuple({UOp(), G(m)}); },
       UPat(Ops::BITCAST) >> [](M) { return tuple({UOp()}); },
-      UPat(OpSet{Ops::FUNCTION, Ops::CALL, Ops::GETTUPLE}) >> no_call_gradient,
+      UPat(Ops::CALL) >> no_call_gradient,
   };
   return pm;
 }
@@ -142,6 +144,65 @@ std::vector<int64_t> broadcast_axes(const Shape& src, const Shape& out) {
   std::vector<int64_t> r = iota(int64_t(nleft));
   for (size_t i = 0; i < src.size(); i++) if (src[i] == 1 && out[nleft + i] != 1) r.push_back(int64_t(nleft + i));
   return r;
+}
+}  // namespace
+
+std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_grad, const std::unordered_set<UOp>& targets);
+
+namespace {
+// a FUNCTION's gradient (tinygrad's call_gradient), as the rules give theirs: its own gradient function where it has
+// one; otherwise the body is differentiated with respect to its PARAMs, the output gradients entering as PARAMs after
+// the arguments, into a backward FUNCTION of the arguments and the output gradients it uses
+UOp call_gradient(const UOp& ctx, const UOp& k, const std::vector<bool>& needed) {
+  const UOp& body = k.src(0);
+  std::vector<UOp> args(k.src().begin() + 1, k.src().end()), out_grads;
+  for (const UOp& g : ctx.src()) out_grads.push_back(g.op() == Ops::NOOP ? UOp() : g);
+  const CallInfo* info = call_info(k);
+  if (info && info->grad_fn) {
+    Grads g = (*info->grad_fn)(out_grads, k);
+    if (g.size() != args.size())
+      throw Error("gradient: a FUNCTION's gradient function returned " + std::to_string(g.size()) + " gradients for " +
+                  std::to_string(args.size()) + " arguments");
+    g.insert(g.begin(), UOp());
+    return tuple(g);
+  }
+  std::unordered_map<int64_t, UOp> params;
+  for (const UOp& x : body.toposort([](const UOp&) { return true; }, false))
+    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) params.emplace(x.arg().param().slot, x);
+  std::vector<UOp> root_src, bwd_args = args;
+  for (const UOp& g : out_grads) {
+    // a device-free gradient (a constant) goes into the body as it is
+    root_src.push_back(!g ? UOp::make(Ops::NOOP, dtypes::void_) : !g.device() ? g : g.param_like(int64_t(bwd_args.size())));
+    if (g && g.device()) bwd_args.push_back(g);
+  }
+  std::unordered_set<UOp> targets;
+  for (auto& [_, p] : params) targets.insert(p);
+  auto grads = compute_gradient(body, UOp::make(Ops::TUPLE, dtypes::void_, root_src), targets);
+  std::vector<UOp> outs;
+  std::vector<int64_t> out_of(args.size(), -1);
+  for (size_t i = 0; i < args.size(); i++) {
+    auto p = params.find(int64_t(i));
+    if (!needed[i] || p == params.end()) continue;
+    if (auto g = grads.find(p->second); g != grads.end()) out_of[i] = int64_t(outs.size()), outs.push_back(g->second);
+  }
+  if (outs.empty()) return tuple(Grads(k.src().size()));
+  // the backward FUNCTION takes only the arguments its body uses, renumbered in slot order
+  UOp bwd_body = UOp::make(Ops::TUPLE, dtypes::void_, outs);
+  std::map<int64_t, UOp> used;
+  for (const UOp& x : bwd_body.toposort([](const UOp&) { return true; }, false))
+    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) used.emplace(x.arg().param().slot, x);
+  std::unordered_map<UOp, UOp> renumber;
+  std::vector<UOp> compact_args;
+  for (auto& [slot, p] : used) {
+    renumber.emplace(p, bwd_args[size_t(slot)].param_like(int64_t(compact_args.size())));
+    compact_args.push_back(bwd_args[size_t(slot)]);
+  }
+  CallInfo bwd_info;
+  if (info && info->name) bwd_info.name = *info->name + "_backward";
+  UOp bwd = make_function(bwd_body.substitute(renumber), compact_args, std::move(bwd_info));
+  Grads g{UOp()};
+  for (size_t i = 0; i < args.size(); i++) g.push_back(out_of[i] < 0 ? UOp() : bwd.gettuple(out_of[i]));
+  return tuple(g);
 }
 }  // namespace
 
@@ -163,7 +224,25 @@ std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_g
     auto gi = grads.find(t0);
     if (gi == grads.end() || gi->second.op() == Ops::NOOP) continue;
     UOp ctx = gi->second;
-    UOp lgrads = pm_gradient().rewrite(t0, &ctx);
+    if (t0.op() == Ops::GETTUPLE) {  // gathered into a TUPLE on the FUNCTION, which takes them all at once
+      const UOp& k = t0.src(0);
+      if (k.op() != Ops::FUNCTION) throw Error("gradient: GETTUPLE of " + std::string(op_name(k.op())) + " is not differentiable");
+      auto [ki, fresh] = grads.try_emplace(k);
+      std::vector<UOp> acc(k.src(0).src().size(), UOp::make(Ops::NOOP, dtypes::void_));
+      if (!fresh) acc.assign(ki->second.src().begin(), ki->second.src().end());
+      UOp& slot = acc[size_t(t0.arg().i())];
+      slot = slot.op() == Ops::NOOP ? ctx : slot + ctx;
+      ki->second = UOp::make(Ops::TUPLE, dtypes::void_, acc);
+      continue;
+    }
+    UOp lgrads;
+    if (t0.op() == Ops::FUNCTION) {
+      std::vector<bool> needed;
+      for (size_t i = 1; i < t0.src().size(); i++) needed.push_back(targets.count(t0.src(i)) || in_target_path[t0.src(i).get()]);
+      lgrads = call_gradient(ctx, t0, needed);
+    } else {
+      lgrads = pm_gradient().rewrite(t0, &ctx);
+    }
     if (!lgrads) throw Error("gradient: failed to compute the gradient of " + std::string(op_name(t0.op())) + " (" + std::string(t0.dtype().name()) + ")");
     if (lgrads.src().size() != t0.src().size())
       internal_error("gradient of " + std::string(op_name(t0.op())) + ": got " + std::to_string(lgrads.src().size()) + " gradients for " +
@@ -247,5 +326,24 @@ Tensor& Tensor::is_param_(bool is_param) {
   return *this;
 }
 Tensor Tensor::contiguous_backward() const { return alu(*this, Ops::CONTIGUOUS_BACKWARD); }
+
+Tensor Tensor::as_param(int64_t slot) const { return wrap(UOp::param(slot, dtype(), shape(), device())); }
+
+Tensor Tensor::call(const std::vector<Tensor>& rest, const Tensor& fxn, CallGradFxn grad_fxn) const {
+  std::vector<UOp> args{uop_of(*this)};
+  for (const Tensor& t : rest) args.push_back(uop_of(t));
+  CallInfo info;
+  if (grad_fxn) {
+    info.grad_fn = std::make_shared<const tg::CallGradFxn>([f = std::move(grad_fxn)](const std::vector<UOp>& grads, const UOp& call) {
+      std::vector<Tensor> call_args;
+      for (size_t i = 1; i < call.src().size(); i++) call_args.push_back(wrap(call.src(i)));
+      std::vector<UOp> r;
+      for (const auto& g : f(wrap(grads.at(0)), call_args)) r.push_back(g ? uop_of(*g) : UOp());
+      return r;
+    });
+    info.grad_fxn = int64_t(reinterpret_cast<uintptr_t>(info.grad_fn.get()));
+  }
+  return wrap(make_function(uop_of(fxn), args, std::move(info)).gettuple(0));
+}
 
 }  // namespace tg

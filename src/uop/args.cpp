@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "uop/movement.h"
+
 namespace tg {
 
 namespace {
@@ -114,11 +116,29 @@ size_t CallInfo::hash() const {
 }
 bool CallInfo::equals(const ArgObject& o) const {
   auto* c = dynamic_cast<const CallInfo*>(&o);
-  return c && grad_fxn == c->grad_fxn && name == c->name && precompile == c->precompile && precompile_backward == c->precompile_backward;
+  return c && grad_fxn == c->grad_fxn && grad_fn == c->grad_fn && name == c->name && precompile == c->precompile && precompile_backward == c->precompile_backward;
 }
 std::string CallInfo::str() const {
   return "CallInfo(" + (grad_fxn ? std::to_string(*grad_fxn) : "None") + ", " + (name ? py_repr(*name) : "None") + ", " +
          py_bool(precompile) + ", " + py_bool(precompile_backward) + ")";
+}
+
+UOp make_function(const UOp& body, const std::vector<UOp>& args, CallInfo info) {
+  UOp tuple = body.op() == Ops::TUPLE ? body : UOp::make(Ops::TUPLE, dtypes::void_, {body});
+  for (const UOp& p : tuple.toposort([](const UOp&) { return true; }, false)) {
+    if (p.op() != Ops::PARAM || p.arg().param().slot < 0) continue;
+    int64_t slot = p.arg().param().slot;
+    if (size_t(slot) >= args.size())
+      throw Error("call: the function uses argument " + std::to_string(slot) + " but is given " + std::to_string(args.size()));
+    const UOp& a = args[size_t(slot)];
+    if (p.dtype() != a.dtype() || p.shape_opt() != a.shape_opt())
+      throw Error("call: argument " + std::to_string(slot) + " is " + std::string(a.dtype().name()) + " " +
+                  (a.shape_opt() ? shape_str(a.shape()) : "unshaped") + ", the function expects " + std::string(p.dtype().name()) +
+                  " " + (p.shape_opt() ? shape_str(p.shape()) : "unshaped"));
+  }
+  std::vector<UOp> src{tuple};
+  src.insert(src.end(), args.begin(), args.end());
+  return UOp::make(Ops::FUNCTION, dtypes::void_, src, make_arg(std::move(info)));
 }
 
 }  // namespace tg

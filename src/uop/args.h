@@ -4,6 +4,7 @@
 //
 //   UOp sink = UOp::make(Ops::SINK, dtypes::void_, {store}, make_arg(KernelInfo{.name = "E_4"}));
 //   if (const KernelInfo* ki = kernel_info(sink)) ki->function_name();
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,14 +59,22 @@ struct BufferizeOpts : ArgObject {
 };
 
 // tinygrad prints the gradient function as its id() (None when there is none); aux is not printed and not kept
+// a FUNCTION's own gradient rule: the gradients of its outputs (an empty UOp for an output that has none) and the
+// FUNCTION itself -> one gradient per argument (an empty UOp where an argument gets none)
+using CallGradFxn = std::function<std::vector<UOp>(const std::vector<UOp>& grads, const UOp& call)>;
 struct CallInfo : ArgObject {
-  std::optional<int64_t> grad_fxn;
+  std::optional<int64_t> grad_fxn;  // printed id; set from grad_fn where there is one
+  std::shared_ptr<const CallGradFxn> grad_fn;
   std::optional<std::string> name;
   bool precompile = false, precompile_backward = false;
   size_t hash() const override;
   bool equals(const ArgObject& o) const override;
   std::string str() const override;
 };
+
+// tinygrad's UOp.call for a value-producing body: FUNCTION(TUPLE(outputs), args...), a TUPLE body kept as it is; the
+// body's PARAMs are checked against the arguments they stand for (slot, shape, dtype)
+UOp make_function(const UOp& body, const std::vector<UOp>& args, CallInfo info = {});
 
 template <class T> Arg make_arg(T v) { return Arg(std::shared_ptr<const ArgObject>(std::make_shared<const T>(std::move(v)))); }
 // the arg of u as T, or nullptr when it is something else

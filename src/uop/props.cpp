@@ -344,7 +344,13 @@ std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
   };
   switch (u.op()) {
     case IF: case BARRIER: case SINK: case REWRITE_ERROR: case ENDIF: case GROUP: case LINEAR: case PROGRAM: case SOURCE: case TUPLE:
-    case FUNCTION: case CUSTOM_FUNCTION: case PYLITERAL: case GETTUPLE: return std::nullopt;
+    case FUNCTION: case CUSTOM_FUNCTION: case PYLITERAL: return std::nullopt;
+    case GETTUPLE: {  // the shape of that output of the TUPLE (through its FUNCTION)
+      const UOp& t = u.src(0).op() == FUNCTION ? u.src(0).src(0) : u.src(0);
+      if (const auto* s = t.src(size_t(u.arg().i())).shape_if_valid()) return *s;
+      err = t.src(size_t(u.arg().i())).get()->cache->shape_error;
+      return std::nullopt;
+    }
     case CALL: case INS: return u.dtype() == dtypes::void_ ? std::nullopt : std::optional<Shape>(Shape{});
     case NOOP: return u.src().empty() ? std::nullopt : src_opt(0);
     case INDEX: {

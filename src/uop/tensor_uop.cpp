@@ -144,6 +144,8 @@ UOp UOp::param_like(int64_t slot) const {
   return param(slot, dtype(), shape_opt(), device(), addrspace().value_or(AddrSpace::GLOBAL));
 }
 
+UOp UOp::gettuple(int64_t i) const { return make(Ops::GETTUPLE, {*this}, Arg(i)); }
+
 UOp UOp::empty(const Shape& shape, DType dtype, const std::string& device) {
   int64_t n = 1;
   for (auto s : shape) {

@@ -272,7 +272,13 @@ std::optional<DType> dtype_from_uop(Ops op, Srcs src, const Arg& arg) {
       return promo_dtype(s.subspan(1));
     case STACK: return s.empty() ? dtypes::void_ : promo_dtype(s);
     case WMMA: need(3); return s[2].dtype();
-    case GETTUPLE: return std::nullopt;
+    case GETTUPLE: {  // the dtype of that output of the TUPLE (through its FUNCTION)
+      need(1);
+      const UOp& t = s[0].op() == FUNCTION ? s[0].src(0) : s[0];
+      if (t.op() != TUPLE || !arg.is<int64_t>() || arg.i() < 0 || size_t(arg.i()) >= t.src().size())
+        throw Error("GETTUPLE: needs a TUPLE (or a FUNCTION of one) and an output index in range, got " + std::string(op_name(t.op())) + " and " + arg.str());
+      return t.src(size_t(arg.i())).dtype();
+    }
     case GETADDR: return dtypes::uint64;
     case SHL: case SHR:
       for (auto& x : s)

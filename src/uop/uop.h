@@ -236,6 +236,7 @@ class UOp {
   static UOp param(int64_t slot, DType dtype, std::optional<Shape> shape = std::nullopt, std::optional<std::string> device = std::nullopt,
                    AddrSpace addrspace = AddrSpace::GLOBAL);
   UOp param_like(int64_t slot) const;
+  UOp gettuple(int64_t i) const;  // output i of a FUNCTION (or TUPLE)
   static UOp empty(const Shape& shape, DType dtype = dtypes::default_float, const std::string& device = "");  // "" = default
   UOp empty_like(std::optional<DType> dtype = std::nullopt, std::optional<std::string> device = std::nullopt) const;
   UOp contiguous() const;  // ElementwiseMixin.contiguous: no-op on weak, device-free or buffer-backed nodes

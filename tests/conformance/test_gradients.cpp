@@ -435,7 +435,65 @@ TEST(Gradients, ContiguousDetach) {
   EXPECT_TRUE(grads_match({x}, BOTH(x - x.max(1, true).detach()), ATF(x - at::amax(x, {1}, true).detach()))) << "detach of a reduce";
 }
 
-// ***** 7. backward() and gradient() semantics *****
+// ***** 7. functions: Tensor::call of a body built on as_param placeholders *****
+
+namespace {
+// fxn applied to the inputs as a FUNCTION; fxn sees one placeholder per input
+TF called(std::function<tg::Tensor(const TV&)> fxn, tg::Tensor::CallGradFxn grad = {}) {
+  return [fxn, grad](const TV& v) {
+    TV ps;
+    for (size_t i = 0; i < v.size(); i++) ps.push_back(v[i].as_param(int64_t(i)));
+    return v[0].call(TV(v.begin() + 1, v.end()), fxn(ps), grad);
+  };
+}
+}  // namespace
+
+TEST(Gradients, FunctionCall) {
+  std::vector<Pair> xy{input({10, 10}, dtypes::float32, -2, 2, 1), input({10, 10}, dtypes::float32, 1, 3, 2)};
+  EXPECT_TRUE(grads_match(xy, called([](const TV& p) { return p[0] + p[1]; }), BOTH(x + y))) << "plus, through the body";
+  EXPECT_TRUE(grads_match(xy, called([](const TV& p) { return (p[0] * p[1] + p[0]).exp2() * p[1].reciprocal(); }),
+                          BOTH((x * y + x).exp2() * y.reciprocal())))
+      << "a chain that uses each argument twice";
+  // an own gradient rule replaces differentiation of the body: (g, g) for +, (g*y, g*x) for *
+  auto plus_grad = [](const tg::Tensor& g, const TV&) { return std::vector<std::optional<tg::Tensor>>{g, g}; };
+  EXPECT_TRUE(grads_match(xy, called([](const TV& p) { return p[0] + p[1]; }, plus_grad), BOTH(x + y))) << "plus, own rule";
+  auto mul_grad = [](const tg::Tensor& g, const TV& a) { return std::vector<std::optional<tg::Tensor>>{g * a[1], std::nullopt}; };
+  EXPECT_TRUE(grads_match(xy, [&](const TV& v) { return called([](const TV& p) { return p[0] * p[1]; }, mul_grad)(v) + v[1]; },
+                          [](const AV& v) { return v[0] * v[1].detach() + v[1]; }))
+      << "own rule that gives the second argument none";
+  std::vector<Pair> mm{input({4, 8}, dtypes::float32, -1, 1, 3), input({8, 5}, dtypes::float32, -1, 1, 4), input({5}, dtypes::float32, -1, 1, 5)};
+  EXPECT_TRUE(grads_match(mm, called([](const TV& p) { return (p[0].matmul(p[1]) + p[2]).relu(); }),
+                          [](const AV& v) { return (v[0].matmul(v[1]) + v[2]).relu(); }))
+      << "gemm + bias + relu";
+  EXPECT_TRUE(grads_match({xy[0]}, [](const TV& v) { return v[0].call({v[0]}, v[0].as_param(0) * v[0].as_param(1)).sum(1); },
+                          ATF((x * x).sum(1))))
+      << "the same tensor as two arguments";
+  EXPECT_TRUE(grads_match(xy, [](const TV& v) {
+    tg::Tensor inner = v[0].as_param(0).call({v[1].as_param(1)}, v[0].as_param(0).sin() * v[1].as_param(1));
+    return v[0].call({v[1]}, inner + v[1].as_param(1)).exp();
+  }, BOTH((x.sin() * y + y).exp()))) << "a function calling a function";
+}
+
+TEST(Gradients, FunctionCallErrors) {
+  tg::Tensor a = tg::Tensor::ones({3, 4}), b = tg::Tensor::ones({4, 3});
+  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error, expected one naming '" << needle << "'";
+    } catch (const tg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { a.call({b}, a.as_param(0) + b.as_param(1).transpose() * 0 + a.as_param(1)); }, "argument 1 is float (4, 3)");
+  expect_error([&] { a.call({}, a.as_param(0) + a.as_param(1)); }, "uses argument 1 but is given 1");
+  expect_error([&] { a.call({a.cast(dtypes::float16)}, a.as_param(0) + a.as_param(1)); }, "argument 1 is half");
+  auto bad_rule = [](const tg::Tensor& g, const TV&) { return std::vector<std::optional<tg::Tensor>>{g}; };
+  tg::Tensor c = a.call({a}, a.as_param(0) * a.as_param(1), bad_rule);
+  expect_error([&] { c.sum().gradient({a}); }, "returned 1 gradients for 2 arguments");
+  EXPECT_THROW(tg::Tensor(2.0).as_param(0), tg::Error);  // a weak tensor has no storage to stand for
+}
+
+// ***** 8. backward() and gradient() semantics *****
 
 namespace {
 std::vector<float> f(const tg::Tensor& t) { return t.to_vector<float>(); }

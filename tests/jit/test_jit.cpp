@@ -374,7 +374,7 @@ TEST(TinyJit, SlicesOfABigBufferAsInputs) {
     if (c % 2) xs = xs.contiguous(), ys = ys.contiguous();
     int64_t s0 = st.schedules;
     auto out = f(xs, ys);
-    if (c >= 2) EXPECT_EQ(st.schedules - s0, 0) << "call " << c;
+    if (c >= 2) { EXPECT_EQ(st.schedules - s0, 0) << "call " << c; }
     Vec sums(2), flipped(8);
     for (int r = 0; r < 2; r++) {
       for (int k = 0; k < 4; k++) sums[size_t(r)] += 2 * data[size_t((s + r) * 4 + k)], flipped[size_t((1 - r) * 4 + k)] = data[size_t((s + r) * 4 + k)];

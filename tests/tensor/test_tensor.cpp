@@ -252,6 +252,22 @@ TEST(TensorRealize, Rand) {
   }
 }
 
+// Tensor::call: the FUNCTION is inlined when scheduled, so it fuses with what surrounds it like the graph it stands for
+TEST(TensorRealize, CallIsInlinedAndFused) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}), b = Tensor::from_vector<float>({10, 20, 30, 40}, {2, 2});
+  Tensor::realize({a, b});
+  Tensor gemm = a.call({b}, a.as_param(0).matmul(b.as_param(1)));
+  EXPECT_EQ(gemm.shape(), (Shape{2, 2}));
+  EXPECT_EQ(gemm.to_vector<float>(), (std::vector<float>{70, 100, 150, 220}));
+  Tensor plus = a.call({b}, a.as_param(0) + b.as_param(1) * 2);
+  EXPECT_EQ(plus.sum(1).to_vector<float>(), (std::vector<float>{63, 147}));
+  EXPECT_EQ(schedule_linear({(a.call({b}, a.as_param(0) + b.as_param(1)) * 3).sum()}).src().size(),
+            schedule_linear({((a + b) * 3).sum()}).src().size());
+  // the same function body on other buffers: the realize cache applies as to any graph
+  Tensor c = Tensor::from_vector<float>({1, 1, 1, 1}, {2, 2});
+  EXPECT_EQ(c.call({a}, a.as_param(0) + b.as_param(1) * 2).to_vector<float>(), (std::vector<float>{3, 5, 7, 9}));
+}
+
 // the realize cache (structure_cache.cpp): the same graph structure on new buffers reuses its schedule, with the right
 // buffers; a structure differing only in which inputs alias, or a scheduler setting, is scheduled anew
 TEST(TensorRealize, RealizeCacheReusesScheduleOnNewBuffers) {
