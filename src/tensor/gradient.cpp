@@ -329,21 +329,26 @@ Tensor Tensor::contiguous_backward() const { return alu(*this, Ops::CONTIGUOUS_B
 
 Tensor Tensor::as_param(int64_t slot) const { return wrap(UOp::param(slot, dtype(), shape(), device())); }
 
+CallInfo call_info_with(Tensor::CallGradFxn grad_fxn, std::optional<std::string> name) {
+  CallInfo info;
+  info.name = std::move(name);
+  if (!grad_fxn) return info;
+  info.grad_fn = std::make_shared<const CallGradFxn>([f = std::move(grad_fxn)](const std::vector<UOp>& grads, const UOp& call) {
+    if (grads.size() != 1) throw Error("gradient: a function with its own gradient function must have one output, this one has " + std::to_string(grads.size()));
+    std::vector<Tensor> call_args;
+    for (size_t i = 1; i < call.src().size(); i++) call_args.push_back(wrap(call.src(i)));
+    std::vector<UOp> r;
+    for (const auto& g : f(wrap(grads[0]), call_args)) r.push_back(g ? uop_of(*g) : UOp());
+    return r;
+  });
+  info.grad_fxn = int64_t(reinterpret_cast<uintptr_t>(info.grad_fn.get()));
+  return info;
+}
+
 Tensor Tensor::call(const std::vector<Tensor>& rest, const Tensor& fxn, CallGradFxn grad_fxn) const {
   std::vector<UOp> args{uop_of(*this)};
   for (const Tensor& t : rest) args.push_back(uop_of(t));
-  CallInfo info;
-  if (grad_fxn) {
-    info.grad_fn = std::make_shared<const tg::CallGradFxn>([f = std::move(grad_fxn)](const std::vector<UOp>& grads, const UOp& call) {
-      std::vector<Tensor> call_args;
-      for (size_t i = 1; i < call.src().size(); i++) call_args.push_back(wrap(call.src(i)));
-      std::vector<UOp> r;
-      for (const auto& g : f(wrap(grads.at(0)), call_args)) r.push_back(g ? uop_of(*g) : UOp());
-      return r;
-    });
-    info.grad_fxn = int64_t(reinterpret_cast<uintptr_t>(info.grad_fn.get()));
-  }
-  return wrap(make_function(uop_of(fxn), args, std::move(info)).gettuple(0));
+  return wrap(make_function(uop_of(fxn), args, call_info_with(std::move(grad_fxn), std::nullopt)).gettuple(0));
 }
 
 }  // namespace tg

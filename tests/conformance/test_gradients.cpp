@@ -3,6 +3,7 @@
 // two C++ APIs agree, a pair where they do not) and run over 0-d and n-d shapes, broadcasting and non-contiguous inputs.
 // torch computes in float64 (float32 for half inputs) from the same rounded inputs; tolerances are per input dtype.
 #include "tensor/tensor_impl.h"
+#include "tg/function.h"
 #include "tensor_harness.h"
 
 #include <set>
@@ -472,6 +473,33 @@ TEST(Gradients, FunctionCall) {
     tg::Tensor inner = v[0].as_param(0).call({v[1].as_param(1)}, v[0].as_param(0).sin() * v[1].as_param(1));
     return v[0].call({v[1]}, inner + v[1].as_param(1)).exp();
   }, BOTH((x.sin() * y + y).exp()))) << "a function calling a function";
+}
+
+TEST(Gradients, Function) {
+  std::vector<Pair> xyz{input({4, 6}, dtypes::float32, -2, 2, 1), input({6, 3}, dtypes::float32, -2, 2, 2), input({3}, dtypes::float32, -1, 1, 3)};
+  tg::Function layer([](const TV& in) { return TV{(in[0].matmul(in[1]) + in[2]).tanh()}; }, {.name = "layer"});
+  EXPECT_TRUE(grads_match(xyz, [&](const TV& v) { return layer(v)[0]; }, [](const AV& v) { return (v[0].matmul(v[1]) + v[2]).tanh(); }))
+      << "one output";
+  tg::Function two([](const TV& in) { return TV{in[0].exp(), (in[0] * in[1]).sum(0)}; });
+  std::vector<Pair> xy{input({5, 3}, dtypes::float32, -1, 1, 4), input({5, 3}, dtypes::float32, -1, 1, 5)};
+  EXPECT_TRUE(grads_match(xy, [&](const TV& v) { TV r = two(v); return r[0].sum(0) * r[1]; },
+                          [](const AV& v) { return v[0].exp().sum(0) * (v[0] * v[1]).sum(0); }))
+      << "two outputs, both used";
+  EXPECT_TRUE(grads_match(xy, [&](const TV& v) { return two(v)[1]; }, [](const AV& v) { return (v[0] * v[1]).sum(0); })) << "one of two outputs used";
+  // a tensor the body captured is an implicit input: refused by default, passed along (without gradient) when allowed
+  tg::Tensor w = tg::Tensor::from_vector<float>({1, 2, 3}, {3}).realize();
+  tg::Function scaled([&](const TV& in) { return TV{in[0] * w}; });
+  try {
+    scaled({tg::Tensor::ones({2, 3})});
+    ADD_FAILURE() << "an implicit input was accepted";
+  } catch (const tg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not among its inputs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("float (3,)"), std::string::npos) << e.what();
+  }
+  tg::Function scaled_ok([&](const TV& in) { return TV{in[0] * w}; }, {.allow_implicit = true});
+  EXPECT_EQ(scaled_ok({tg::Tensor::full({2, 3}, 2.0)})[0].to_vector<float>(), (std::vector<float>{2, 4, 6, 2, 4, 6}));
+  // the same Function on new inputs records a new FUNCTION of them
+  EXPECT_EQ(scaled_ok({tg::Tensor::full({2, 3}, -1.0)})[0].to_vector<float>(), (std::vector<float>{-1, -2, -3, -1, -2, -3}));
 }
 
 TEST(Gradients, FunctionCallErrors) {
