@@ -1,4 +1,5 @@
 #include "codegen/linearizer.h"
+#include "uop/nodemap.h"
 
 #include <algorithm>
 #include <limits>
@@ -30,32 +31,58 @@ void ended_ranges(const UOp& u, std::vector<UOp>& out) {
   }
 }
 
-// an insertion-ordered set of ranges (tinygrad keeps them in a dict)
-struct RangeSet {
-  std::vector<UOp> v;
-  void add(const UOp& r) { if (std::find(v.begin(), v.end(), r) == v.end()) v.push_back(r); }
-  void remove(const UOp& r) { if (auto it = std::find(v.begin(), v.end(), r); it != v.end()) v.erase(it); }
+bool has(const std::vector<UOp>& v, const UOp& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// insertion-ordered sets of nodes (tinygrad's dicts of ranges), one per node, flowing from the sources: most nodes
+// have exactly their first source's set, so the sets are pooled and shared by index rather than copied per node
+struct SetPool {
+  explicit SetPool(size_t nodes = 8) : of(2 * nodes) {}
+  std::vector<std::vector<UOp>> sets{{}};  // sets[0] is the empty set
+  NodeMap<uint32_t> of;
+  const std::vector<UOp>& get(const UOp& u) { return sets[*of.find(u)]; }
+  uint32_t add(std::vector<UOp> v) { sets.push_back(std::move(v)); return uint32_t(sets.size() - 1); }
+  // the union of u's sources' sets, in source order
+  uint32_t union_of_srcs(const UOp& u) {
+    uint32_t d = 0;
+    for (const UOp& s : u.src()) {
+      uint32_t ds = *of.find(s);
+      if (ds == d || ds == 0) continue;
+      if (d == 0) { d = ds; continue; }
+      std::vector<UOp> m;
+      for (const UOp& x : sets[ds]) if (!has(sets[d], x)) m.push_back(x);
+      if (m.empty()) continue;
+      m.insert(m.begin(), sets[d].begin(), sets[d].end());
+      d = add(std::move(m));
+    }
+    return d;
+  }
 };
 
 // UOp.ranges for every node of a graph, computed once per node in toposort order
 struct RangesOf {
-  std::unordered_map<UOp, RangeSet> memo;
-  const RangeSet& operator()(const UOp& u) {
-    if (auto it = memo.find(u); it != memo.end()) return it->second;
-    for (const UOp& n : u.toposort()) {
-      if (memo.contains(n)) continue;
-      RangeSet r;
-      for (const UOp& s : n.src()) for (const UOp& x : memo.at(s).v) r.add(x);
+  explicit RangesOf(size_t nodes = 8) : pool(nodes) {}
+  SetPool pool;
+  const std::vector<UOp>& operator()(const UOp& u) {
+    if (pool.of.find(u)) return pool.get(u);
+    for (const UOpNode* nn : u.topo_nodes()) {
+      UOp n(nn);
+      if (pool.of.find(n)) continue;
+      uint32_t d = pool.union_of_srcs(n);
       std::vector<UOp> ended;
       ended_ranges(n, ended);
-      for (const UOp& er : ended) {
-        if (er.op() == Ops::RANGE) r.remove(er);
-        else for (const UOp& x : (*this)(er).v) r.remove(x);  // er is a source, already computed
+      if (!ended.empty() || n.op() == Ops::RANGE) {
+        std::vector<UOp> r = pool.sets[d];
+        auto remove = [&](const UOp& x) { if (auto it = std::find(r.begin(), r.end(), x); it != r.end()) r.erase(it); };
+        for (const UOp& er : ended) {
+          if (er.op() == Ops::RANGE) remove(er);
+          else for (const UOp& x : (*this)(er)) remove(x);  // er is a source, already computed
+        }
+        if (n.op() == Ops::RANGE) r.insert(r.begin(), n);  // {self} | _ranges (self is never in its own _ranges)
+        if (r != pool.sets[d]) d = pool.add(std::move(r));
       }
-      if (n.op() == Ops::RANGE) r.v.insert(r.v.begin(), n);  // {self} | _ranges (self is never in its own _ranges)
-      memo.emplace(n, std::move(r));
+      pool.of[n] = d;
     }
-    return memo.at(u);
+    return pool.get(u);
   }
 };
 
@@ -69,14 +96,14 @@ int64_t sat_mul(int64_t a, int64_t b) {
 
 std::vector<UOp> uop_ranges(const UOp& u) {
   RangesOf ranges;
-  return ranges(u).v;
+  return ranges(u);
 }
 
 std::vector<UOp> linearize(const UOp& sink) {
   std::vector<UOp> lst = sink.toposort();
   const size_t n = lst.size();
-  std::unordered_map<UOp, size_t> pos;
-  for (size_t i = 0; i < n; i++) pos.emplace(lst[i], i);
+  NodeMap<size_t> pos(2 * n);
+  for (size_t i = 0; i < n; i++) pos[lst[i]] = i;
 
   std::vector<int> out_degree(n, 0);
   // (run_count, priority, extra): smaller sorts earlier; extra is the PARAM slot (None elsewhere)
@@ -86,13 +113,13 @@ std::vector<UOp> linearize(const UOp& sink) {
     int64_t extra;
   };
   std::vector<Prio> prio(n);
-  RangesOf ranges;
+  RangesOf ranges(n);
   for (size_t k = n; k-- > 0;) {
     const UOp& u = lst[k];
-    for (const UOp& s : u.src()) out_degree[pos.at(s)]++;
+    for (const UOp& s : u.src()) out_degree[*pos.find(s)]++;
     // nodes inside more loop iterations go later
     int64_t run_count = 1;
-    for (const UOp& r : ranges(u).v) run_count = sat_mul(run_count, r.vmax().as_int() + 1);
+    for (const UOp& r : ranges(u)) run_count = sat_mul(run_count, r.vmax().as_int() + 1);
     int priority = 0;
     int64_t extra = 0;
     switch (u.op()) {
@@ -124,7 +151,7 @@ std::vector<UOp> linearize(const UOp& sink) {
 
   // then a toposort from the sink down that always takes the ready node with the largest number, reversed
   std::priority_queue<std::pair<size_t, size_t>> heap;  // (nkey, index into lst)
-  size_t si = pos.at(sink);
+  size_t si = *pos.find(sink);
   heap.push({nkey[si], si});
   std::vector<UOp> out;
   out.reserve(n);
@@ -133,7 +160,7 @@ std::vector<UOp> linearize(const UOp& sink) {
     heap.pop();
     out.push_back(lst[k]);
     for (const UOp& v : lst[k].src()) {
-      size_t vi = pos.at(v);
+      size_t vi = *pos.find(v);
       if (--out_degree[vi] == 0) heap.push({nkey[vi], vi});
     }
   }
@@ -141,38 +168,30 @@ std::vector<UOp> linearize(const UOp& sink) {
   return out;
 }
 
-namespace {
-
-// an insertion-ordered set of nodes (tinygrad's dict[UOp, None]); it holds a kernel's RANGEs and ENDs: few, so a
-// linear scan beats hashing
-struct OrderedSet {
-  std::vector<UOp> v;
-  void add(const UOp& u) { if (!has(u)) v.push_back(u); }
-  bool has(const UOp& u) const { return std::find(v.begin(), v.end(), u) != v.end(); }
-};
-
-}  // namespace
-
 CFGContext::CFGContext(const UOp& sink) {
   // three relations between ranges: nested (END y depends on END x and RANGE x is a dependency of END y), dependent
   // (END y depends on END x but not on RANGE x), independent. Everything nests inside the sink.
-  std::unordered_map<UOp, OrderedSet> deps;
+  SetPool deps(sink.topo_nodes().size());  // the RANGEs and ENDs each node depends on
   std::vector<std::pair<UOp, UOp>> nesting;  // END -> the END or SINK it is nested in, in discovery order
-  std::unordered_set<UOp> nested;
-  for (const UOp& u : sink.toposort()) {
-    OrderedSet d;
-    for (const UOp& s : u.src()) for (const UOp& x : deps.at(s).v) d.add(x);
+  std::vector<UOp> nested;
+  for (const UOpNode* un : sink.topo_nodes()) {
+    UOp u(un);
+    uint32_t d = deps.union_of_srcs(u);
     if (u.op() == Ops::END || u.op() == Ops::SINK) {
-      for (const UOp& x : d.v) {
-        if (x.op() != Ops::END || nested.contains(x)) continue;
-        if (u.op() == Ops::SINK || deps.at(x).has(u.src(1))) {
+      for (const UOp& x : deps.sets[d]) {
+        if (x.op() != Ops::END || has(nested, x)) continue;
+        if (u.op() == Ops::SINK || has(deps.get(x), u.src(1))) {
           nesting.emplace_back(x, u);
-          nested.insert(x);
+          nested.push_back(x);
         }
       }
     }
-    if (u.op() == Ops::RANGE || u.op() == Ops::END) d.add(u);
-    deps.emplace(u, std::move(d));
+    if (u.op() == Ops::RANGE || u.op() == Ops::END) {
+      std::vector<UOp> v = deps.sets[d];
+      v.push_back(u);
+      d = deps.add(std::move(v));
+    }
+    deps.of[u] = d;
   }
 
   std::vector<std::pair<UOp, std::vector<UOp>>> siblings;  // parent -> its nested ENDs, in discovery order
@@ -186,7 +205,7 @@ CFGContext::CFGContext(const UOp& sink) {
     std::vector<std::pair<size_t, UOp>> keyed;
     for (const UOp& x : ends) {
       size_t n = 0;
-      for (const UOp& o : ends) n += deps.at(x).has(o);
+      for (const UOp& o : ends) n += has(deps.get(x), o);
       keyed.push_back({n, x});
     }
     std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -206,24 +225,33 @@ CFGContext::CFGContext(const UOp& sink) {
   }
 }
 
-const PatternMatcher& pm_add_control_flow() {
-  static const PatternMatcher pm{
-      UPat(Ops::RANGE, {}, {}, {}, "x") >> [](M m) -> UOp {
-        UOp x = m["x"];
-        auto& edges = m.ctx<CFGContext>().edges;
-        auto it = edges.find(x);
-        if (it == edges.end()) return {};
-        std::vector<UOp> src(x.src().begin(), x.src().end());
-        src.push_back(it->second);
-        return x.replace({.src = src});
-      },
-  };
-  return pm;
-}
-
 UOp add_control_flow(const UOp& sink) {
   CFGContext ctx(sink);
-  return graph_rewrite(sink, pm_add_control_flow(), &ctx, true);
+  if (ctx.edges.empty()) return sink;
+  // tinygrad's bottom-up pm_add_control_flow only appends its edge to a RANGE: done here as one memoized rebuild in
+  // which that END counts as one more source of the RANGE
+  NodeMap<UOp> done(4 * sink.topo_nodes().size());  // an empty UOp: expanded, not done (on the current path)
+  std::vector<std::pair<UOp, bool>> stack{{sink, false}};
+  std::vector<UOp> src;
+  while (!stack.empty()) {
+    auto [n, expanded] = std::move(stack.back());
+    stack.pop_back();
+    if (UOp* d = done.find(n); d && *d) continue;
+    auto edge = n.op() == Ops::RANGE ? ctx.edges.find(n) : ctx.edges.end();
+    if (!expanded) {
+      if (!done.try_emplace(n).second) throw Error("add control flow: the loop order has a cycle");
+      stack.push_back({n, true});
+      if (edge != ctx.edges.end()) stack.push_back({edge->second, false});
+      for (size_t i = n.src().size(); i-- > 0;) if (UOp* d = done.find(n.src(i)); !d || !*d) stack.push_back({n.src(i), false});
+      continue;
+    }
+    src.clear();
+    bool changed = edge != ctx.edges.end();
+    for (const UOp& s : n.src()) src.push_back(*done.find(s)), changed |= src.back() != s;
+    if (edge != ctx.edges.end()) src.push_back(*done.find(edge->second));
+    done[n] = changed ? UOp::make(n.op(), n.dtype(), src, n.arg(), n.tag()) : n;
+  }
+  return *done.find(sink);
 }
 
 const PatternMatcher& pm_split_ends() {

@@ -23,9 +23,8 @@ struct CFGContext {
   explicit CFGContext(const UOp& sink);
   std::unordered_map<UOp, UOp> edges;
 };
-// RANGE -> RANGE with its edge appended; run bottom-up with a CFGContext as ctx
-const PatternMatcher& pm_add_control_flow();
-// graph_rewrite(sink, pm_add_control_flow, ctx=CFGContext(sink), bottom_up)
+// tinygrad's graph_rewrite(sink, pm_add_control_flow, ctx=CFGContext(sink), bottom_up=True): each edge's RANGE gets
+// its END appended as a source
 UOp add_control_flow(const UOp& sink);
 
 // END of several ranges -> nested ENDs of one range each, innermost (highest axis) first; void/bool sources (the loop

@@ -1,6 +1,7 @@
 // tinygrad's codegen/__init__.py: the pass list of full_rewrite_to_sink, and to_program (linearize, render, estimates).
 #include "codegen/pipeline.h"
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "codegen/passes.h"
 #include "schedule/rangeify.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
 #include "util/env.h"
@@ -21,10 +23,42 @@
 namespace tg {
 
 namespace {
-UOp rewrite(const UOp& s, const PatternMatcher& pm, void* ctx = nullptr, bool bottom_up = false, bool walk = false) {
+// TRACK_REWRITES=1: the time and result size of each pass, summed over kernels, printed at exit
+struct PassStats {
+  struct Row { const char* name; double s = 0; int64_t calls = 0, nodes = 0; };
+  std::vector<Row> rows;
+  void add(const char* name, double s, const UOp& r) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](auto& row) { return row.name == name; });
+    if (it == rows.end()) it = rows.insert(it, {name});
+    it->s += s, it->calls++, it->nodes += int64_t(r.topo_nodes().size());
+  }
+  ~PassStats() {
+    double total = 0;
+    for (auto& r : rows) total += r.s;
+    std::printf("%-24s %9s %6s %10s %6s\n", "pass", "ms", "calls", "nodes/call", "%");
+    for (auto& r : rows)
+      std::printf("%-24s %9.3f %6lld %10.1f %6.1f\n", r.name, r.s * 1e3, (long long)r.calls, double(r.nodes) / double(r.calls), 100 * r.s / total);
+    std::printf("%-24s %9.3f\n", "total", total * 1e3);
+  }
+};
+PassStats* pass_stats() {
+  static const bool on = getenv_int("TRACK_REWRITES", 0) != 0;
+  if (!on) return nullptr;
+  static PassStats stats;
+  return &stats;
+}
+template <class F> UOp tracked(const char* name, F&& f) {
+  PassStats* stats = pass_stats();
+  if (!stats) return f();
+  auto st = std::chrono::steady_clock::now();
+  UOp r = f();
+  stats->add(name, std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(), r);
+  return r;
+}
+UOp rewrite(const char* name, const UOp& s, const PatternMatcher& pm, void* ctx = nullptr, bool bottom_up = false, bool walk = false) {
   RewriteOpts o;
   o.ctx = ctx, o.bottom_up = bottom_up, o.walk = walk;
-  return graph_rewrite(s, pm, o);
+  return tracked(name, [&] { return graph_rewrite(s, pm, o); });
 }
 OpSet supported_ops(const CStyleLanguage& ren) {
   OpSet s;
@@ -66,61 +100,62 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   std::unordered_map<UOp, UOp> range_ctx;
 
   // preprocess (multi_pm is for in-kernel shards: not ported)
-  UOp sink = rewrite(ast, pm_mops(), nullptr, true);
+  UOp sink = rewrite("pm_mops", ast, pm_mops(), nullptr, true);
 
   if (optimize) {
-    sink = rewrite(sink, pm_load_collapse());
-    sink = rewrite(sink, split_ranges, &range_ctx);
-    sink = rewrite(sink, initial_sym);
-    sink = rewrite(sink, simplify_ranges, &range_ctx);
-    sink = apply_opts(sink, ren);
+    sink = rewrite("pm_load_collapse", sink, pm_load_collapse());
+    sink = rewrite("split_ranges", sink, split_ranges, &range_ctx);
+    sink = rewrite("initial_sym", sink, initial_sym);
+    sink = rewrite("simplify_ranges", sink, simplify_ranges, &range_ctx);
+    sink = tracked("apply_opts", [&] { return apply_opts(sink, ren); });
   }
 
   // ** expander **
-  sink = rewrite(sink, postopt_sym);
+  sink = rewrite("postopt_sym", sink, postopt_sym);
   auto range_map = build_range_map(sink);
-  sink = rewrite(sink, expander2(), &range_map);
+  sink = rewrite("expander2", sink, expander2(), &range_map);
   ReduceContext rc;
-  sink = rewrite(sink, remove_reduces, &rc);
+  sink = rewrite("remove_reduces", sink, remove_reduces, &rc);
   int64_t local_slot = 0;
-  sink = rewrite(sink, pm_add_local_buffers(), &local_slot);
-  sink = rewrite(sink, pm_add_gpudims(), rctx);
+  sink = rewrite("pm_add_local_buffers", sink, pm_add_local_buffers(), &local_slot);
+  sink = rewrite("pm_add_gpudims", sink, pm_add_gpudims(), rctx);
 
   // ** lower to code **
-  sink = rewrite(sink, add_loads);
-  sink = rewrite(sink, devectorize, rctx);
-  sink = rewrite(sink, sym_all);
-  sink = memory_coalescing(sink, ren);
-  sink = rewrite(sink, add_images, nullptr, true);
-  sink = rewrite(sink, extra_sym);
+  sink = rewrite("add_loads", sink, add_loads);
+  sink = rewrite("devectorize", sink, devectorize, rctx);
+  sink = rewrite("sym_all", sink, sym_all);
+  sink = tracked("memory_coalescing", [&] { return memory_coalescing(sink, ren); });
+  sink = rewrite("add_images", sink, add_images, nullptr, true);
+  sink = rewrite("extra_sym", sink, extra_sym);
   std::unordered_map<UOp, UOp> lctx;
-  sink = rewrite(sink, lower_index, &lctx);
-  sink = rewrite(sink, symb);
-  sink = rewrite(sink, pm_cast_float_alu());
+  sink = rewrite("lower_index", sink, lower_index, &lctx);
+  sink = rewrite("symb", sink, symb);
+  sink = rewrite("pm_cast_float_alu", sink, pm_cast_float_alu());
 
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
   const DecompMatchers& d = decomp_matchers(supported_ops(ren), getenv_int("DISABLE_FAST_IDIV", 1) != 0, getenv_int("TRANSCENDENTAL", 1) >= 2);
-  sink = rewrite(sink, d.early);
+  sink = rewrite("decomp_early", sink, d.early);
   // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
-  sink = rewrite(sink, pm_commit_weak());
-  sink = rewrite(sink, d.late, rctx);
-  sink = rewrite(sink, pm_move_gates_from_index());
-  sink = rewrite(sink, d.final, rctx);
-  sink = rewrite(sink, pm_casted_consts(), nullptr, false, true);
+  sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
+  sink = rewrite("decomp_late", sink, d.late, rctx);
+  sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());
+  sink = rewrite("decomp_final", sink, d.final, rctx);
+  sink = rewrite("pm_casted_consts", sink, pm_casted_consts(), nullptr, false, true);
   // pm_implicit_barriers: only LOCAL memory needs barriers, the CPU has none
-  sink = add_control_flow(sink);
+  sink = tracked("add_control_flow", [&] { return add_control_flow(sink); });
   int64_t nparams = 0;
   for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;
-  return rewrite(sink, pm_number_params(), &nparams, false, true);
+  return rewrite("pm_number_params", sink, pm_number_params(), &nparams, false, true);
 }
 
 std::vector<UOp> linearize_program(const UOp& sink) {
-  std::vector<UOp> out;
-  std::unordered_map<UOp, UOp> replaced;
+  std::vector<UOp> out, src;
+  NodeMap<UOp> replaced;  // only the gated STOREs change
   for (auto& u : linearize(sink)) {
-    std::vector<UOp> src;
-    for (auto& s : u.src()) { auto it = replaced.find(s); src.push_back(it == replaced.end() ? s : it->second); }
-    UOp nu = u.src().empty() ? u : u.replace({.src = src});
+    src.clear();
+    bool changed = false;
+    for (auto& s : u.src()) { UOp* r = replaced.find(s); src.push_back(r ? *r : s), changed |= r != nullptr; }
+    UOp nu = changed ? UOp::make(u.op(), u.dtype(), src, u.arg(), u.tag()) : u;
     if (nu.op() == Ops::IF || nu.op() == Ops::ENDIF) throw Error("linearize: IF/ENDIF are not allowed in the graph");
     const UOp* idx = nu.op() == Ops::STORE && nu.src().size() == 3 && nu.src(2).dtype() == dtypes::bool_ ? &nu.src(0) : nullptr;
     if (idx && (idx->op() == Ops::INDEX || idx->op() == Ops::SHRINK ||
@@ -131,7 +166,7 @@ std::vector<UOp> linearize_program(const UOp& sink) {
       replaced[u] = st;
     } else {
       out.push_back(nu);
-      replaced[u] = nu;
+      if (changed) replaced[u] = nu;
     }
   }
   return out;

@@ -1,6 +1,7 @@
 // C-style renderers (tinygrad's renderer/cstyle.py): string rules per node, one pass over the linearized list.
 #include <cstring>
 #include "renderer/cstyle.h"
+#include "uop/nodemap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,7 @@ namespace tg {
 // ***** 1. properties of linearized nodes *****
 
 namespace {
-using AddrMemo = std::unordered_map<const UOpNode*, std::optional<AddrSpace>>;
+using AddrMemo = NodeMap<std::optional<AddrSpace>>;
 // set while a kernel renders (the list keeps its nodes alive): address spaces are computed once per node
 thread_local AddrMemo* g_amemo = nullptr;
 
@@ -41,8 +42,8 @@ std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes) 
 std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
   using enum Ops;
   auto src = [&](size_t i) { return lin_max_shape(u.src(i)); };
-  auto need = [&](size_t i) {
-    auto s = src(i);
+  auto need = [&](size_t i) -> const std::vector<int64_t>& {
+    const auto& s = lin_max_shape(u.src(i));
     if (!s) throw Error("renderer: " + std::string(op_name(u.op())) + " needs a shaped source, " + std::string(op_name(u.src(i).op())) + " has none");
     return *s;
   };
@@ -54,15 +55,15 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
     case NOOP: if (!u.src().empty()) r = src(0); break;
     case INDEX: {
       std::vector<int64_t> s;
-      for (size_t i = 1; i < u.src().size(); i++) { auto x = need(i); s.insert(s.end(), x.begin(), x.end()); }
-      auto b = need(0);
+      for (size_t i = 1; i < u.src().size(); i++) { const auto& x = need(i); s.insert(s.end(), x.begin(), x.end()); }
+      const auto& b = need(0);
       if (u.src().size() - 1 < b.size()) s.insert(s.end(), b.begin() + (u.src().size() - 1), b.end());
       r = s;
       break;
     }
     case STACK: {
       std::vector<int64_t> s;
-      if (!u.src().empty()) { s.push_back(int64_t(u.src().size())); auto x = need(0); s.insert(s.end(), x.begin(), x.end()); }
+      if (!u.src().empty()) { s.push_back(int64_t(u.src().size())); const auto& x = need(0); s.insert(s.end(), x.begin(), x.end()); }
       r = s;
       break;
     }
@@ -90,9 +91,14 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
     default:
       if (GroupOp::Unary.has(u.op()) || u.op() == CAST) r = src(0);
       else if (GroupOp::Broadcastable.has(u.op())) {
-        std::vector<std::vector<int64_t>> ins;
-        for (size_t i = 0; i < u.src().size(); i++) ins.push_back(need(i));
-        r = broadcast(ins);
+        bool scalar = true;  // the common case: nothing to broadcast, no vectors to build
+        for (size_t i = 0; i < u.src().size(); i++) scalar &= need(i).empty();
+        if (scalar) r = std::vector<int64_t>{};
+        else {
+          std::vector<std::vector<int64_t>> ins;
+          for (size_t i = 0; i < u.src().size(); i++) ins.push_back(need(i));
+          r = broadcast(ins);
+        }
       } else throw Error("renderer: no shape handling for " + std::string(op_name(u.op())));
   }
   return r;
@@ -127,9 +133,9 @@ std::optional<AddrSpace> addrspace_impl(const UOp& u);
 }
 std::optional<AddrSpace> lin_addrspace(const UOp& u) {
   if (!g_amemo) return addrspace_impl(u);
-  if (auto it = g_amemo->find(u.get()); it != g_amemo->end()) return it->second;
+  if (auto* a = g_amemo->find(u)) return *a;
   auto a = addrspace_impl(u);
-  g_amemo->emplace(u.get(), a);
+  (*g_amemo)[u] = a;
   return a;
 }
 namespace {
@@ -312,6 +318,7 @@ PatternMatcher base_rewrite() {
         if (it == r.code_for_op.end()) return {};
         bool assoc = OpSet{ADD, MUL, XOR, OR, AND}.has(x.op());
         std::vector<std::string> args;
+        args.reserve(x.src().size());
         for (auto& v : x.src()) args.push_back(assoc && v.op() == x.op() ? strip_parens(cx(m)[v]) : cx(m)[v]);
         return emit(m, it->second(args, x.dtype()));
       },
@@ -404,7 +411,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
 
   std::unordered_map<UOp, std::string> r;
   RenderCtx ctx{this, &r, {}};
-  std::unordered_map<UOp, int> child_count;
+  NodeMap<int> child_count(2 * uops.size());
   for (auto& u : uops) for (auto& s : u.src()) child_count[s]++;
 
   // PARAMs reachable from the targets of STOREs (not looking through END) are written

@@ -348,12 +348,25 @@ const PatternMatcher& pm_reduce_simplify() {
   return pm;
 }
 
+namespace {
+// distinct RANGEs with constant ends: their ranges are themselves, in order, so flattening would give them back
+bool already_flat(const std::vector<UOp>& rngs) {
+  for (size_t i = 0; i < rngs.size(); i++) {
+    const UOp& x = rngs[i];
+    if (x.op() != RANGE || x.src().size() != 1 || x.src(0).op() != CONST || x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_)
+      return false;
+    for (size_t j = 0; j < i; j++) if (rngs[j] == x) return false;
+  }
+  return true;
+}
+}  // namespace
+
 const PatternMatcher& pm_flatten_range() {
   static const PatternMatcher pm{
       U(OpSet{REDUCE, END}, {}, {}, {}, "r") >> [](M m) {
         const UOp& r = m["r"];
         std::vector<UOp> rngs = tail(r.src(), 1), backedge, real;
-        if (rngs.empty()) return UOp();
+        if (rngs.empty() || already_flat(rngs)) return UOp();
         for (auto& x : rngs) (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : real).push_back(x);
         std::vector<UOp> src{r.src(0)};
         for (auto& x : UOp::sink(real).ranges()) src.push_back(x);

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -45,9 +46,14 @@ std::string ConstVal::str() const {
   }
   if (std::isnan(f)) return "nan";
   if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-  // Python's repr: the shortest digits that round-trip, fixed notation for exponents -4..15, else d.ddde+XX
+  // Python's repr: the shortest digits that round-trip, fixed notation for exponents -4..15, else d.ddde+XX. The
+  // search for the first printf precision that round-trips starts at to_chars' shortest digit count (no fewer digits
+  // can round-trip), not at 0; printf's rounding stays the reference
   char buf[64];
-  for (int prec = 0; prec <= 16; prec++) {
+  const char* end = std::to_chars(buf, buf + sizeof buf, f, std::chars_format::scientific).ptr;
+  int shortest = 0;
+  for (const char* c = buf; c < end && *c != 'e'; c++) shortest += *c >= '0' && *c <= '9';
+  for (int prec = std::max(0, shortest - 1); prec <= 16; prec++) {
     snprintf(buf, sizeof buf, "%.*e", prec, f);
     if (std::strtod(buf, nullptr) == f) break;
   }

@@ -1,5 +1,6 @@
 // Scheduler-level UOp helpers: range bookkeeping (tinygrad's UOp.ranges / ended_ranges), gated toposort, substitute
 // with an extra matcher, and the small builders rangeify uses.
+#include <algorithm>
 #include <unordered_set>
 
 #include "schedule/rangeify.h"
@@ -22,20 +23,19 @@ int range_start(Ops op) {
 // the ranges of the sources minus the ended ones, without the node itself (tinygrad's _ranges)
 const std::vector<UOp>& own_ranges(const UOp& u);
 
+// a node sits in few ranges: vectors and linear scans, no hash sets
 std::vector<UOp> compute_ranges(const UOp& u) {
-  std::vector<UOp> ret;
-  std::unordered_set<const UOpNode*> have;
-  auto add = [&](const UOp& r) { if (have.insert(r.get()).second) ret.push_back(r); };
+  std::vector<UOp> ret, drop;
+  auto add = [&](const UOp& r) { if (std::find(ret.begin(), ret.end(), r) == ret.end()) ret.push_back(r); };
   for (auto& s : u.src()) {
     if (s.op() == Ops::RANGE) add(s);
     for (auto& r : own_ranges(s)) add(r);
   }
-  std::unordered_set<const UOpNode*> drop;
   for (auto& er : u.ended_ranges()) {
-    if (er.op() == Ops::RANGE) drop.insert(er.get());
-    else for (auto& r : er.ranges()) drop.insert(r.get());
+    if (er.op() == Ops::RANGE) drop.push_back(er);
+    else for (auto& r : er.ranges()) drop.push_back(r);
   }
-  if (!drop.empty()) std::erase_if(ret, [&](const UOp& r) { return drop.contains(r.get()); });
+  if (!drop.empty()) std::erase_if(ret, [&](const UOp& r) { return std::find(drop.begin(), drop.end(), r) != drop.end(); });
   return ret;
 }
 

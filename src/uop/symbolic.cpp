@@ -553,7 +553,7 @@ const PatternMatcher& sym() {
 int tuplize_compare(const UOp& a, const UOp& b) {
   if (a == b) return 0;
   if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;
-  if (!(a.arg() == b.arg())) if (int c = arg_compare(a.arg(), b.arg())) return c;
+  if (!(a.arg().none() && b.arg().none()) && !(a.arg() == b.arg())) if (int c = arg_compare(a.arg(), b.arg())) return c;
   if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
   size_t n = std::min(a.src().size(), b.src().size());
   for (size_t i = 0; i < n; i++) if (int c = tuplize_compare(a.src(i), b.src(i))) return c;

@@ -7,6 +7,7 @@
 #include "tg/device.h"
 #include "uop/args.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 #include "uop/uop.h"
 
 namespace tg {
@@ -59,6 +60,10 @@ std::optional<std::string> UOp::device() const {
     if (n->nsrc == 0) break;
     n = n->srcs()[0].get();
   }
+  // the full walk is cached on the node (realize asks every output for its device)
+  if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
+  auto& cached = p->cache->device;
+  if (cached) return *cached;
   std::vector<const UOpNode*> stack{p};
   std::unordered_set<const UOpNode*> seen;
   while (!stack.empty()) {
@@ -66,21 +71,22 @@ std::optional<std::string> UOp::device() const {
     stack.pop_back();
     if (!seen.insert(n).second) continue;
     if (auto d = own_device(n)) {
-      if (*d) return *d;
+      if (*d) return *(cached = *d);
       continue;
     }
     if (n->op == Ops::AFTER) { stack.push_back(n->srcs()[0].get()); continue; }
     for (uint32_t i = n->nsrc; i-- > 0;) stack.push_back(n->srcs()[i].get());
   }
-  return std::nullopt;
+  return *(cached = std::optional<std::string>());
 }
 
 bool UOp::is_virtual() const { return dtype().is_weak() || !device(); }
 
 std::optional<AddrSpace> UOp::addrspace() const {
-  std::unordered_map<const UOpNode*, std::optional<AddrSpace>> memo;
+  if (op() == Ops::PARAM || op() == Ops::BUFFER) return arg().param().addrspace;  // most calls: no memo to build
+  NodeMap<std::optional<AddrSpace>> memo;
   auto rec = [&](auto& self, const UOp& u) -> std::optional<AddrSpace> {
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+    if (auto* m = memo.find(u)) return *m;
     std::optional<AddrSpace> r;
     switch (u.op()) {
       case Ops::PARAM: case Ops::BUFFER: r = u.arg().param().addrspace; break;
@@ -96,7 +102,7 @@ std::optional<AddrSpace> UOp::addrspace() const {
           if (!same) r.reset();
         }
     }
-    return memo[u.get()] = r;
+    return memo[u] = r;
   };
   return rec(rec, *this);
 }

@@ -142,7 +142,7 @@ size_t key_hash(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
 // the hash-cons table: open addressing with linear probing over (hash, node) slots, backward-shift deletion
 class Table {
  public:
-  Table() : slots_(1 << 16) {}
+  Table() : slots_(1 << 12) {}  // small: the table is probed on every node built, it should stay in cache
   size_t size() const { return count_; }
   const UOpNode* find(size_t h, Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) const {
     for (size_t i = h & mask(); slots_[i].node; i = (i + 1) & mask()) {
@@ -542,9 +542,10 @@ const std::vector<const UOpNode*>& UOp::topo_nodes() const {
   auto& topo = p->cache->topo;
   if (topo) return *topo;
   std::vector<const UOpNode*> out;
-  static thread_local NodeMap<bool> seen;  // reused: toposort never re-enters itself
-  struct Clear { ~Clear() { seen.clear(); } } clear_after;
-  std::vector<std::pair<const UOpNode*, bool>> stack{{p, false}};
+  static thread_local NodeMap<bool> seen;  // reused (as is the stack): toposort never re-enters itself
+  static thread_local std::vector<std::pair<const UOpNode*, bool>> stack;
+  struct Clear { ~Clear() { seen.clear(), stack.clear(); } } clear_after;
+  stack.push_back({p, false});
   while (!stack.empty()) {
     auto [n, visited] = stack.back();
     stack.pop_back();

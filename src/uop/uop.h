@@ -335,6 +335,7 @@ struct UOpNode {
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
     std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp
+    std::optional<std::optional<std::string>> device;  // tensor_uop.cpp, where the fast path does not find it
   };
   mutable std::unique_ptr<Cache> cache;
   const UOp* srcs() const { return reinterpret_cast<const UOp*>(this + 1); }

@@ -140,17 +140,33 @@ UPat operator-(const UPat& a, const UPat& b) { return a.alu(Ops::ADD, {-b}); }
 // ***** 2. matching *****
 
 namespace {
-constexpr int MAX_RULE_NAMES = 16;
-
 struct Pending { const UPatNode* pat; const UOpNode* node; const Pending* next; };
 
+// a match's captures, by interned name id. They are all null between matches (match_one undoes its bindings, a throw
+// from a rule is cleaned up by its caller), so nothing is cleared per rule tried; a rewrite nested in a rule's callback
+// takes the next array of the thread's stack
+class CaptureSlots {
+ public:
+  CaptureSlots() {
+    if (!stack) stack = new Stack();  // per thread, never freed
+    if (stack->depth == stack->arrays.size()) stack->arrays.push_back(std::make_unique<const UOpNode*[]>(MAX_CAPTURES));
+    p = stack->arrays[stack->depth++].get();
+  }
+  ~CaptureSlots() { stack->depth--; }
+  const UOpNode** p;
+
+ private:
+  struct Stack {
+    std::vector<std::unique_ptr<const UOpNode*[]>> arrays;
+    size_t depth = 0;
+  };
+  static thread_local Stack* stack;  // a plain pointer: no thread_local init guard on every rewrite
+};
+thread_local CaptureSlots::Stack* CaptureSlots::stack = nullptr;
+
 struct MatchState {
-  // only the rule's own slots are cleared: this is built for every rule tried on every node
-  MatchState(const int* ids, int n, const RuleFn* f) : name_ids(ids), nnames(n), fn(f) { std::fill_n(slots, n, nullptr); }
-  const int* name_ids;
-  int nnames;
-  const UOpNode* slots[MAX_RULE_NAMES];
-  const RuleFn* fn;
+  const UOpNode** slots;
+  const RuleFn* fn = nullptr;
   Match m;
   UOp result;
 };
@@ -165,14 +181,11 @@ bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchSt
   if ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || (p->arg && !p->arg->matches(u->arg)) ||
       u->nsrc < p->required_len || (p->strict_len && u->nsrc != p->required_len))
     return false;
-  int slot = -1;
+  const UOpNode** slot = nullptr;  // bound here, to undo
   if (p->name >= 0) {
-    for (int i = 0; i < st.nnames; i++) if (st.name_ids[i] == p->name) { slot = i; break; }
-    if (slot < 0) internal_error("UPat capture '" + p->name_str + "' missing from its rule's names");
-    if (st.slots[slot] != nullptr) {
-      if (st.slots[slot] != u) return false;
-      slot = -1;  // already bound to this node: nothing to undo
-    } else st.slots[slot] = u;
+    const UOpNode*& s = st.slots[p->name];
+    if (s && s != u) return false;
+    if (!s) s = u, slot = &s;
   }
   bool ok = false;
   if (p->kind == UPat::SrcKind::None) ok = match_list(rest, st);
@@ -190,14 +203,13 @@ bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchSt
     if (p->kind == UPat::SrcKind::Repeat) ok = try_order(nullptr);
     else for (auto& order : p->orders) if ((ok = try_order(&order))) break;
   }
-  if (slot >= 0) st.slots[slot] = nullptr;
+  if (slot) *slot = nullptr;
   return ok;
 }
 
 bool match_list(const Pending* todo, MatchState& st) {
   if (todo) return match_one(todo->pat, todo->node, todo->next, st);
   // every pattern node matched: ask the rule
-  st.m.slots = st.slots;
   UOp r = (*st.fn)(st.m);
   if (!r) return false;
   st.result = std::move(r);
@@ -231,12 +243,13 @@ int capture_slot(const void* ctx_names, std::string_view name) {
 UOp Match::operator[](std::string_view name) const {
   int i = capture_slot(ctx_names, name);
   if (i < 0) throw Error("UPat has no capture named '" + std::string(name) + "'");
-  if (!slots[i]) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
-  return UOp(slots[i]);
+  const UOpNode* n = slots[static_cast<const RuleInfo*>(ctx_names)->ids[size_t(i)]];
+  if (!n) throw Error("UPat capture '" + std::string(name) + "' was not bound in this match");
+  return UOp(n);
 }
 UOp Match::get(std::string_view name) const {
   int i = capture_slot(ctx_names, name);
-  return i < 0 ? UOp() : UOp(slots[i]);
+  return i < 0 ? UOp() : UOp(slots[static_cast<const RuleInfo*>(ctx_names)->ids[size_t(i)]]);
 }
 
 // ***** 3. PatternMatcher *****
@@ -244,13 +257,12 @@ UOp Match::get(std::string_view name) const {
 PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) { index(); }
 
 void PatternMatcher::index() {
-  by_op_.assign(NUM_OPS, {});
+  std::vector<std::vector<Candidate>> by_op(NUM_OPS);
   infos_ = std::make_shared<std::vector<RuleInfo>>();
   for (uint32_t i = 0; i < rules_.size(); i++) {
     const UPatNode* p = rules_[i].pat.get();
     RuleInfo ri;
     collect_names(p, ri.ids, ri.names);
-    if (ri.ids.size() > MAX_RULE_NAMES) throw Error("a UPat rule has more than 16 capture names");
     infos_->push_back(std::move(ri));
     std::vector<const UPatNode*> tops{p};
     if (!p->alternatives.empty()) { tops.clear(); for (auto& a : p->alternatives) tops.push_back(a.get()); }
@@ -259,10 +271,18 @@ void PatternMatcher::index() {
       if (t->ops.empty()) throw Error("a PatternMatcher rule must name the op(s) it matches at the top");
       ops = ops | t->ops;
     }
-    bool alt = !p->alternatives.empty();
-    Candidate c{i, alt ? DTypeSet{} : p->dts, alt ? OpSet{} : p->early_reject};
-    ops.each([&](Ops o) { by_op_[size_t(o)].push_back(c); });
+    Candidate c{i, 0, UINT32_MAX, {}, false, {}, {}};
+    if (p->alternatives.empty()) {
+      c = {i, p->required_len, p->strict_len ? p->required_len : UINT32_MAX, p->dts, p->kind == UPat::SrcKind::AnyOrder, p->early_reject, {}};
+      bool pairs = p->kind == UPat::SrcKind::Tuple || (c.any_order && p->strict_len && p->required_len == 2);
+      for (size_t k = 0; pairs && k < 2 && k < p->orders[0].size(); k++)
+        if (const UPatNode* sp = p->orders[0][k].get(); sp->alternatives.empty()) c.src01[k] = sp->ops;
+    }
+    ops.each([&](Ops o) { by_op[size_t(o)].push_back(c); });
   }
+  op_start_.assign(1, 0);
+  cands_.clear();
+  for (auto& v : by_op) cands_.insert(cands_.end(), v.begin(), v.end()), op_start_.push_back(uint32_t(cands_.size()));
 }
 
 PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
@@ -272,18 +292,33 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
 }
 
 UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
-  const auto& cands = by_op_[size_t(u.op())];
-  if (cands.empty()) return {};
+  const Candidate *c = cands_.data() + op_start_[size_t(u.op())], *end = cands_.data() + op_start_[size_t(u.op()) + 1];
+  if (c == end) return {};
   OpSet src_ops;
   for (auto& s : u.src()) src_ops.add(s.op());
-  for (const Candidate& c : cands) {
-    if (!c.early_reject.subset_of(src_ops) || (!c.dts.any() && !c.dts.has(u.dtype()))) continue;
-    const Rule& rule = rules_[c.rule];
-    const UPatNode* p = rule.pat.get();
-    const RuleInfo& info = (*infos_)[c.rule];
-    MatchState st(info.ids.data(), int(info.ids.size()), &rule.fn);
-    st.m.ctx_ = ctx, st.m.root_ = &u, st.m.ctx_names = &info;
-    if (match_one(p, u.get(), nullptr, st) && st.result != u) return std::move(st.result);
+  const uint32_t nsrc = uint32_t(u.src().size());
+  const Ops op0 = nsrc > 0 ? u.src(0).op() : Ops::NONE_, op1 = nsrc > 1 ? u.src(1).op() : Ops::NONE_;
+  auto srcs_fit = [](const OpSet* want, Ops a, Ops b) { return (want[0].empty() || want[0].has(a)) && (want[1].empty() || want[1].has(b)); };
+  auto fits = [&](const Candidate& k) {
+    return nsrc >= k.min_len && nsrc <= k.max_len && k.early_reject.subset_of(src_ops) && (k.dts.any() || k.dts.has(u.dtype())) &&
+           (srcs_fit(k.src01, op0, op1) || (k.any_order && srcs_fit(k.src01, op1, op0)));
+  };
+  while (c != end && !fits(*c)) ++c;
+  if (c == end) return {};  // often: no match state to set up
+  CaptureSlots slots;
+  MatchState st{slots.p};
+  st.m.ctx_ = ctx, st.m.root_ = &u, st.m.slots = slots.p;
+  for (; c != end; ++c) {
+    if (!fits(*c)) continue;
+    const Rule& rule = rules_[c->rule];
+    const RuleInfo& info = (*infos_)[c->rule];
+    st.fn = &rule.fn, st.m.ctx_names = &info;
+    try {
+      if (match_one(rule.pat.get(), u.get(), nullptr, st) && st.result != u) return std::move(st.result);
+    } catch (...) {
+      for (int id : info.ids) slots.p[id] = nullptr;  // the bindings the throw skipped undoing
+      throw;
+    }
   }
   return {};
 }
@@ -301,16 +336,30 @@ struct RewriteContext {
   const PatternMatcher* bpm = nullptr;
   void* ctx = nullptr;
   bool enter_calls = false;
-  // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused
+  // keys are handles, not raw pointers: a node built and dropped during the rewrite must not have its address reused.
+  // A node's result once it is done; unified_rewrite marks a node it has queued with an empty UOp
   NodeMap<UOp> replace;
   NodeMap<UOp> bpm_cache;  // empty UOp = no rewrite
   struct Entry { UOp n; int stage; UOp new_n; };
   std::vector<Entry> stack;
-  NodeMap<bool> on_stack;
-  NodeMap<std::vector<Entry>> waitlist;
+  // the entries waiting for a node's result: linked lists through one pooled vector (no allocation per waited-on node)
+  struct Waiter { Entry e; int32_t next; };
+  std::vector<Waiter> waiters;
+  NodeMap<std::pair<int32_t, int32_t>> waitlist;  // node -> (first, last) index into waiters; first is -1 once released
   std::vector<UOp> tmp, fp_seen;
   void clear() {
-    replace.clear(), bpm_cache.clear(), on_stack.clear(), waitlist.clear(), stack.clear(), tmp.clear(), fp_seen.clear();
+    replace.clear(), bpm_cache.clear(), waitlist.clear(), waiters.clear(), stack.clear(), tmp.clear(), fp_seen.clear();
+  }
+  UOp* result(const UOp& n) {
+    UOp* r = replace.find(n);
+    return r && *r ? r : nullptr;
+  }
+  void wait(const UOp& on, Entry e) {
+    waiters.push_back({std::move(e), -1});
+    int32_t i = int32_t(waiters.size() - 1);
+    auto [w, fresh] = waitlist.try_emplace(on);
+    if (fresh || w->first < 0) *w = {i, i};
+    else waiters[size_t(w->second)].next = i, w->second = i;
   }
 
   UOp cached_bpm_rewrite(const UOp& x) {
@@ -323,20 +372,20 @@ struct RewriteContext {
   // a port of tinygrad's unified_rewrite: stage 0 visits (bottom-up rewrite, push sources), stage 1 rebuilds from
   // rewritten sources and applies the top-down matcher, stage 2 links a node to the result of its replacement
   UOp unified_rewrite(const UOp& root) {
-    stack.push_back({root, 0, root});
-    on_stack[root] = true;
+    stack.push_back({root, 0, {}});
+    replace.try_emplace(root);
     auto done = [&](const UOp& n, UOp r) {
       replace[n] = std::move(r);
-      if (auto* w = waitlist.find(n); w && !w->empty()) {
-        for (auto& e : *w) stack.push_back(std::move(e));
-        w->clear();
+      if (auto* w = waitlist.find(n); w && w->first >= 0) {
+        for (int32_t i = w->first; i >= 0; i = waiters[size_t(i)].next) stack.push_back(std::move(waiters[size_t(i)].e));
+        w->first = -1;
       }
     };
     while (!stack.empty()) {
       if (stack.size() > 250000) throw Error("infinite loop in graph_rewrite (stack too big)");
       Entry e = std::move(stack.back());
       stack.pop_back();
-      if (replace.contains(e.n)) continue;
+      if (result(e.n)) continue;
       if (e.stage == 0) {
         UOp new_n = e.n;
         if (bpm) {
@@ -357,7 +406,7 @@ struct RewriteContext {
           if (gate) {
             // the gate's result is final: it is not descended into, nor rewritten again when a parent is rebuilt
             UOp r = *gate ? *gate : new_n;
-            if (r != e.n && !replace.contains(r)) replace[r] = r;
+            if (r != e.n && !result(r)) replace[r] = r;
             done(e.n, r);
             continue;
           }
@@ -366,16 +415,16 @@ struct RewriteContext {
         if (!enter_calls && is_opaque_call(new_n)) replace[new_n.src(0)] = new_n.src(0);
         for (size_t i = new_n.src().size(); i-- > 0;) {
           const UOp& x = new_n.src(i);
-          if (!on_stack.try_emplace(x).second) continue;
-          stack.push_back({x, 0, x});
+          if (!replace.try_emplace(x).second) continue;  // queued already, or done
+          stack.push_back({x, 0, {}});
         }
       } else if (e.stage == 1) {
         tmp.clear();
         bool ready = true, changed = false;
         for (auto& x : e.new_n.src()) {
-          UOp* r = replace.find(x);
+          UOp* r = result(x);
           if (!r) {
-            waitlist[x].push_back({e.n, 1, e.new_n});
+            wait(x, {e.n, 1, e.new_n});
             ready = false;
             break;
           }
@@ -390,13 +439,15 @@ struct RewriteContext {
           new_src_n = rebuild(e.new_n, tmp);
         }
         stack.push_back({e.n, 2, new_src_n});
-        stack.push_back({new_src_n, 0, new_src_n});
+        // a rebuilt node's sources are all done: without a bottom-up matcher its visit (stage 0) would only queue stage 1
+        if (changed && !bpm) stack.push_back({new_src_n, 1, new_src_n});
+        else stack.push_back({new_src_n, 0, {}});
       } else {
-        if (UOp* r = replace.find(e.new_n)) done(e.n, *r);
-        else waitlist[e.new_n].push_back({e.n, 2, e.new_n});
+        if (UOp* r = result(e.new_n)) done(e.n, *r);
+        else wait(e.new_n, {e.n, 2, e.new_n});
       }
     }
-    UOp* r = replace.find(root);
+    UOp* r = result(root);
     if (!r) throw Error("graph_rewrite did not finish: a rule's replacement contains the node it replaces (" + std::string(op_name(root.op())) + " root)");
     return *r;
   }

@@ -134,7 +134,7 @@ class Match {
   bool has_ctx() const { return ctx_ != nullptr; }
   void* ctx_ = nullptr;
   const UOp* root_ = nullptr;
-  const UOpNode* const* slots = nullptr;  // by the rule's capture index
+  const UOpNode* const* slots = nullptr;  // by interned capture name id
   const void* ctx_names = nullptr;        // the rule's capture names
 };
 using M = const Match&;
@@ -159,9 +159,17 @@ class PatternMatcher {
  private:
   void index();
   std::vector<Rule> rules_;
-  // the rules per op, with the checks of their top pattern that need no look at the pattern itself
-  struct Candidate { uint32_t rule; DTypeSet dts; OpSet early_reject; };
-  std::vector<std::vector<Candidate>> by_op_;
+  // the rules per op, flat (op o's are cands_[op_start_[o], op_start_[o + 1])), with the checks of their top pattern
+  // that need no look at the pattern itself: source count, dtype, ops that must be among the sources, and the ops of
+  // the first two sources (empty = any; either way round for a two-source pattern in any order)
+  struct Candidate {
+    uint32_t rule, min_len, max_len;
+    DTypeSet dts;
+    bool any_order;
+    OpSet early_reject, src01[2];
+  };
+  std::vector<uint32_t> op_start_;
+  std::vector<Candidate> cands_;
   std::shared_ptr<std::vector<struct RuleInfo>> infos_;
 };
 

@@ -51,7 +51,8 @@ int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val
 RendererCaps caps_of(const CStyleLanguage&) {
   RendererCaps c;
   c.has_local = false, c.has_threads = getenv_int("THREADS", 1) != 0, c.has_shared = false;
-  c.global_max0 = getenv_int("NUM_CPU_THREADS", std::max<int64_t>(1, std::thread::hardware_concurrency()));
+  static const int64_t ncpu = std::max<int64_t>(1, std::thread::hardware_concurrency());  // glibc reads sysfs on every call
+  c.global_max0 = getenv_int("NUM_CPU_THREADS", ncpu);
   return c;
 }
 
@@ -64,9 +65,10 @@ Scheduler::Scheduler(UOp a, RendererCaps r) : ast(std::move(a)), ren(r) {
 
 std::vector<UOp> Scheduler::rngs() const {
   std::vector<UOp> out;
-  for (auto& u : ast.toposort())
-    if (u != ast && u.op() == RANGE && u.dtype() != dtypes::void_ && ConstVal(int64_t(0)) < u.vmax() && atype(u) != AxisType::DEVICE)
-      out.push_back(u);
+  for (const UOpNode* n : ast.topo_nodes()) {
+    if (n->op != RANGE || n == ast.get()) continue;
+    if (UOp u(n); u.dtype() != dtypes::void_ && ConstVal(int64_t(0)) < u.vmax() && atype(u) != AxisType::DEVICE) out.push_back(u);
+  }
   std::stable_sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) {
     int pa = axis_to_pos(atype(a)), pb = axis_to_pos(atype(b));
     if (pa != pb) return pa < pb;
