@@ -145,11 +145,7 @@ std::vector<int64_t> broadcast_axes(const Shape& src, const Shape& out) {
   for (size_t i = 0; i < src.size(); i++) if (src[i] == 1 && out[nleft + i] != 1) r.push_back(int64_t(nleft + i));
   return r;
 }
-}  // namespace
 
-std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_grad, const std::unordered_set<UOp>& targets);
-
-namespace {
 // a FUNCTION's gradient (tinygrad's call_gradient), as the rules give theirs: its own gradient function where it has
 // one; otherwise the body is differentiated with respect to its PARAMs, the output gradients entering as PARAMs after
 // the arguments, into a backward FUNCTION of the arguments and the output gradients it uses
