@@ -162,9 +162,7 @@ UOp call_gradient(const UOp& ctx, const UOp& k, const std::vector<bool>& needed)
     g.insert(g.begin(), UOp());
     return tuple(g);
   }
-  std::unordered_map<int64_t, UOp> params;
-  for (const UOp& x : body.toposort([](const UOp&) { return true; }, false))
-    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) params.emplace(x.arg().param().slot, x);
+  std::map<int64_t, UOp> params = function_params(body);
   std::vector<UOp> root_src, bwd_args = args;
   for (const UOp& g : out_grads) {
     // a device-free gradient (a constant) goes into the body as it is
@@ -184,12 +182,9 @@ UOp call_gradient(const UOp& ctx, const UOp& k, const std::vector<bool>& needed)
   if (outs.empty()) return tuple(Grads(k.src().size()));
   // the backward FUNCTION takes only the arguments its body uses, renumbered in slot order
   UOp bwd_body = UOp::make(Ops::TUPLE, dtypes::void_, outs);
-  std::map<int64_t, UOp> used;
-  for (const UOp& x : bwd_body.toposort([](const UOp&) { return true; }, false))
-    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) used.emplace(x.arg().param().slot, x);
   std::unordered_map<UOp, UOp> renumber;
   std::vector<UOp> compact_args;
-  for (auto& [slot, p] : used) {
+  for (auto& [slot, p] : function_params(bwd_body)) {
     renumber.emplace(p, bwd_args[size_t(slot)].param_like(int64_t(compact_args.size())));
     compact_args.push_back(bwd_args[size_t(slot)]);
   }

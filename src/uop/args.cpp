@@ -123,9 +123,16 @@ std::string CallInfo::str() const {
          py_bool(precompile) + ", " + py_bool(precompile_backward) + ")";
 }
 
+std::map<int64_t, UOp> function_params(const UOp& body) {
+  std::map<int64_t, UOp> r;
+  for (const UOp& x : body.toposort([](const UOp&) { return true; }, false))
+    if (x.op() == Ops::PARAM && x.arg().param().slot >= 0) r.emplace(x.arg().param().slot, x);
+  return r;
+}
+
 UOp make_function(const UOp& body, const std::vector<UOp>& args, CallInfo info) {
   UOp tuple = body.op() == Ops::TUPLE ? body : UOp::make(Ops::TUPLE, dtypes::void_, {body});
-  for (const UOp& p : tuple.toposort([](const UOp&) { return true; }, false)) {
+  for (const UOp& p : tuple.toposort([](const UOp&) { return true; }, false)) {  // every PARAM: two may share a slot
     if (p.op() != Ops::PARAM || p.arg().param().slot < 0) continue;
     int64_t slot = p.arg().param().slot;
     if (size_t(slot) >= args.size())

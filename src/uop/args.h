@@ -5,6 +5,7 @@
 //   UOp sink = UOp::make(Ops::SINK, dtypes::void_, {store}, make_arg(KernelInfo{.name = "E_4"}));
 //   if (const KernelInfo* ki = kernel_info(sink)) ki->function_name();
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,8 @@ struct CallInfo : ArgObject {
 // tinygrad's UOp.call for a value-producing body: FUNCTION(TUPLE(outputs), args...), a TUPLE body kept as it is; the
 // body's PARAMs are checked against the arguments they stand for (slot, shape, dtype)
 UOp make_function(const UOp& body, const std::vector<UOp>& args, CallInfo info = {});
+// a function body's PARAMs by slot, the first of each (not those of FUNCTIONs nested in it)
+std::map<int64_t, UOp> function_params(const UOp& body);
 
 template <class T> Arg make_arg(T v) { return Arg(std::shared_ptr<const ArgObject>(std::make_shared<const T>(std::move(v)))); }
 // the arg of u as T, or nullptr when it is something else
