@@ -31,8 +31,6 @@ void ended_ranges(const UOp& u, std::vector<UOp>& out) {
   }
 }
 
-bool has(const std::vector<UOp>& v, const UOp& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
 // insertion-ordered sets of nodes (tinygrad's dicts of ranges), one per node, flowing from the sources: most nodes
 // have exactly their first source's set, so the sets are pooled and shared by index rather than copied per node
 struct SetPool {

@@ -25,7 +25,6 @@ U C(std::string n, DTypeSet d = {}) { return UPat::cvar(std::move(n), d); }
 const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
 const U invalid_gate = V("cond").where(V("x"), invalid_pat);
 
-template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }
 std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
 UOp cint(int64_t v) { return UOp::const_(v); }

@@ -14,7 +14,6 @@ namespace {
 using enum Ops;
 using U = UPat;
 U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
-template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 UOp cint(int64_t v) { return UOp::const_(v); }
 std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
 std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }

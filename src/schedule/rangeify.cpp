@@ -26,7 +26,6 @@ U F(const U& inner, OpSet op, std::string name = {}, bool any_len = false, std::
 }
 const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
 
-template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 UOp cint(int64_t v) { return UOp::const_(v); }
 std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
 std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }

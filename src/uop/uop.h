@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
+#include <algorithm>
 #include <vector>
 
 #include "tg/dtype.h"
@@ -279,6 +280,7 @@ void set_buffer_release_hook(void (*hook)(const UOpNode*));
 Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
 Shape as_shape(const UOp& u, std::string& err);  // a symbolic one sets err (where still empty) instead of throwing
 std::string strip_parens(const std::string& s);  // "(a+b)" -> "a+b" when the outer parens enclose it all
+template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // binary operators: UOp with UOp or with a C++ number (a weak literal)
 template <class T> concept Scalar = std::is_arithmetic_v<T>;

@@ -43,7 +43,6 @@ const char* axis_color(AxisType t) {
     default: return "WHITE";
   }
 }
-template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(msg); }
 int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
 }  // namespace
