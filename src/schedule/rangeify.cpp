@@ -185,11 +185,18 @@ UOp expand_bitcast(const UOp& bc) {
 const OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
 }  // namespace
 
-const PatternMatcher& earliest_rewrites() {
-  static const PatternMatcher pm = mop_cleanup() + PatternMatcher{
-      // inline FUNCTION calls
+const PatternMatcher& pm_inline_functions() {
+  static const PatternMatcher pm{
       U(FUNCTION, {}, {}, {}, "c") >> [](M m) { return resolve_function(m["c"]); },
       U(GETTUPLE, {}, {U(TUPLE, {}, {}, {}, "t")}, {}, "g") >> [](M m) { return m["t"].src(m["g"].arg().i()); },
+  };
+  return pm;
+}
+
+UOp inline_functions(const UOp& x) { return graph_rewrite(x, pm_inline_functions(), RewriteOpts{.bottom_up = true}); }
+
+const PatternMatcher& earliest_rewrites() {
+  static const PatternMatcher pm = mop_cleanup() + pm_inline_functions() + PatternMatcher{
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_reduceop(m["reduce"], m["x"]); },
       U(OpSet{DETACH, CONTIGUOUS_BACKWARD}, {}, {}, {}, "x") >> [](M m) { return m["x"].src(0); },
       // the SINK only references bases

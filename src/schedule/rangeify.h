@@ -15,6 +15,9 @@ namespace tg {
 const PatternMatcher& pm_mops();
 
 // the passes of get_kernel_graph, in order (each is a matcher; get_kernel_graph says how each one is run)
+// FUNCTION calls replaced by their bodies on the arguments (GETTUPLE of the body's TUPLE resolved)
+const PatternMatcher& pm_inline_functions();
+UOp inline_functions(const UOp& x);
 const PatternMatcher& earliest_rewrites();   // mop_cleanup, size 0, split reduce, store/copy cleanups (bottom up)
 const PatternMatcher& pm_copy_to_store();     // COPY -> STORE into a new BUFFER (ctx: int64_t slot counter)
 const PatternMatcher& pm_reduce_simplify();   // REDUCE without loads folds away (arange, one-hot indexing)

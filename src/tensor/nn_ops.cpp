@@ -3,8 +3,11 @@
 // 1. padding helpers  2. conv and pooling  3. indexing-style ops  4. normalization  5. losses  6. attention
 // 7. activations  8. initializers
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
 
+#include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
 #include "uop/movement.h"
@@ -103,22 +106,25 @@ Tensor pool_checked(const char* op, const Tensor& x, const Shape& k_, const Shap
 
 // ***** 2. conv and pooling *****
 
-Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation, IntList padding,
-                      std::optional<DType> dtype) const {
-  if (ndim() < 3 || ndim() != weight.ndim())
-    throw Error("conv2d: input " + shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
-  int64_t bs = shape()[0], cin_ = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
+namespace {
+struct ConvArgs {
+  int64_t groups;
+  Shape padding, stride, dilation;  // padding per side, as resolve_pool_pads gives it
+  std::optional<DType> dtype;
+  std::string key() const {
+    return std::to_string(groups) + list_str(padding) + list_str(stride) + list_str(dilation) + (dtype ? dt_name(*dtype) : "");
+  }
+};
+
+// tinygrad's conv2d after its checks: the windows of the padded input times the weights, summed
+Tensor conv_windows(const Tensor& input, const Tensor& weight, const ConvArgs& a) {
+  int64_t bs = input.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
   Shape HW(weight.shape().begin() + 2, weight.shape().end());
-  if (groups <= 0 || groups * cin != cin_ || cout % groups != 0)
-    throw Error("conv2d: input shape " + shape_str() + " does not match the shape of the weights " + weight.shape_str() + " with groups=" +
-                std::to_string(groups) + " (" + std::to_string(groups * cin) + " vs. " + std::to_string(cin_) + " channels)");
-  if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
   size_t n = HW.size();
-  Shape padding_ = resolve_pool_pads(padding, n, "conv2d"), s_ = make_tuple(stride, n), d_ = make_tuple(dilation, n);
-  Tensor x = pool_checked("conv2d", pad_spatial(*this, padding_, 0.0), HW, s_, d_);
-  int64_t rcout = cout / groups;
+  Tensor x = pool_checked("conv2d", pad_spatial(input, a.padding, 0.0), HW, a.stride, a.dilation);
+  int64_t rcout = cout / a.groups;
   Shape oyx(x.shape().begin() + 2, x.shape().end() - int64_t(n));
-  Shape rs{bs, groups, cin, 1}, es{bs, groups, cin, rcout}, ws{1, groups, rcout};
+  Shape rs{bs, a.groups, cin, 1}, es{bs, a.groups, cin, rcout}, ws{1, a.groups, rcout};
   for (auto s : oyx) rs.push_back(s), es.push_back(s), ws.push_back(1);
   for (auto s : HW) rs.push_back(s), es.push_back(s);
   ws.push_back(cin);
@@ -132,7 +138,50 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   for (size_t i = 0; i < 1 + oyx.size(); i++) red.push_back(-1 - int64_t(i));
   Shape out{bs, cout};
   out.insert(out.end(), oyx.begin(), oyx.end());
-  Tensor ret = (x * weight.reshape(ws)).sum(red, true, dtype).reshape(out);
+  return (x * weight.reshape(ws)).sum(red, true, a.dtype).reshape(out);
+}
+
+// The input's gradient as the window view's own would recompute each input pixel from the overlapping windows, with
+// index arithmetic in the inner loop (10-20 GFLOPS on the main job's convolutions); as a transposed convolution it is
+// a plain convolution kernel. The weights' gradient stays the window view's. One CallInfo per argument set keeps the
+// FUNCTION, and so the schedule cache's key, the same from call to call.
+CallInfo conv_call_info(const ConvArgs& a) {
+  static std::mutex mu;
+  static std::map<std::string, CallInfo> infos;
+  std::lock_guard lock(mu);
+  auto it = infos.find(a.key());
+  if (it != infos.end()) return it->second;
+  auto grad_fxn = [a](const Tensor& grad, const std::vector<Tensor>& args) -> std::vector<std::optional<Tensor>> {
+    const Tensor &x = args[0], &w = args[1];
+    size_t n = size_t(w.ndim()) - 2;
+    Pairs pads = flat_to_grouped(a.padding);
+    Shape output_padding;
+    for (size_t j = 0; j < n; j++)
+      output_padding.push_back(x.shape()[2 + j] + pads[j].first + pads[j].second - a.dilation[j] * (w.shape()[2 + j] - 1) - 1 -
+                               (grad.shape()[2 + j] - 1) * a.stride[j]);
+    Tensor dx = grad.conv_transpose2d(w, std::nullopt, a.groups, a.stride, a.dilation, a.padding, output_padding).cast(x.dtype());
+    Tensor dw = conv_windows(x.detach(), w, a).gradient({w}, grad)[0];
+    return {dx, dw};
+  };
+  return infos.emplace(a.key(), call_info_with(grad_fxn, std::nullopt)).first->second;
+}
+}  // namespace
+
+Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation, IntList padding,
+                      std::optional<DType> dtype) const {
+  if (ndim() < 3 || ndim() != weight.ndim())
+    throw Error("conv2d: input " + shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
+  int64_t cin_ = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
+  if (groups <= 0 || groups * cin != cin_ || cout % groups != 0)
+    throw Error("conv2d: input shape " + shape_str() + " does not match the shape of the weights " + weight.shape_str() + " with groups=" +
+                std::to_string(groups) + " (" + std::to_string(groups * cin) + " vs. " + std::to_string(cin_) + " channels)");
+  if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
+  size_t n = size_t(weight.ndim()) - 2;
+  ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
+  Tensor ret = !this->dtype().is_float() || !weight.dtype().is_float()
+                   ? conv_windows(*this, weight, a)
+                   : wrap(make_function(uop_of(conv_windows(as_param(0), weight.as_param(1), a)), {uop_of(*this), uop_of(weight)}, conv_call_info(a))
+                              .gettuple(0));
   if (!bias) return ret;
   Shape bs_{1, -1};
   bs_.resize(2 + n, 1);
