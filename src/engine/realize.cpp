@@ -80,10 +80,10 @@ struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
-// per device, keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
+// per device and opts setting (BEAM, NOOPT), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
   static std::unordered_map<std::string, std::unordered_map<UOp, Lowered>> cache;
-  auto& per_dev = cache[device];
+  auto& per_dev = cache[device + "|" + std::to_string(getenv_int("BEAM", 0)) + "|" + std::to_string(getenv_int("NOOPT", 0))];
   auto [it, added] = per_dev.try_emplace(ast);
   engine_stats().program_lookups++;
   if (added) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "codegen/opt/search.h"
 #include "codegen/passes.h"
 #include "schedule/rangeify.h"
 #include "uop/movement.h"
@@ -354,6 +355,8 @@ UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
   const KernelInfo* ki = kernel_info(ast);
   if (ki && ki->opts_to_apply) {
     for (auto& o : *ki->opts_to_apply) k.apply_opt(o);
+  } else if (int64_t beam = getenv_int("BEAM", 0); beam >= 1) {
+    k = beam_search(k, ren, int(beam));
   } else if (!getenv_int("NOOPT", 0) && (!ki || ki->applied_opts.empty())) {
     bool staged = false;
     for (auto& u : ast.toposort()) staged |= u.op() == STAGE;

@@ -1,0 +1,220 @@
+// tinygrad's codegen/opt/search.py: the action list, get_kernel_actions and beam_search, timing on the CPU device.
+#include "codegen/opt/search.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "codegen/pipeline.h"
+#include "engine/diskcache.h"
+#include "runtime/device.h"
+#include "util/env.h"
+#include "util/sha256.h"
+
+namespace tg {
+
+namespace {
+
+// tinygrad's list, less tensor cores (no renderer here has them); the rest is refused by apply_opt where unsupported
+const std::vector<Opt>& actions() {
+  static const std::vector<Opt> a = [] {
+    std::vector<Opt> r;
+    auto add = [&](OptOps op, std::initializer_list<int64_t> amts, int64_t axes) {
+      for (int64_t amt : amts) for (int64_t axis = 0; axis < axes; axis++) r.push_back(Opt{op, axis, Arg(amt)});
+    };
+    add(OptOps::UPCAST, {0, 2, 3, 4, 5, 7}, 8);
+    add(OptOps::UNROLL, {0, 4, 7}, 5);
+    add(OptOps::LOCAL, {2, 3, 4, 8, 13, 16, 29}, 6);
+    add(OptOps::GROUPTOP, {13, 16, 28, 29, 32, 49, 64, 256}, 3);
+    add(OptOps::GROUP, {0, 4, 8, 16}, 3);
+    if (getenv_int("BEAM_PADTO", 0)) add(OptOps::PADTO, {32}, 7);
+    r.push_back(Opt{OptOps::LOCAL, 0, Arg(int64_t(32))}), r.push_back(Opt{OptOps::LOCAL, 6, Arg(int64_t(2))});
+    for (int64_t a0 = 0; a0 < 5; a0++) for (int64_t a1 = a0 + 1; a1 < 5; a1++) r.push_back(Opt{OptOps::SWAP, a0, Arg(a1)});
+    add(OptOps::THREAD, {2, 3, 4, 5, 8, 12, 16, 24, 32, 64}, 3);
+    if (getenv_int("NOLOCALS", 0)) r.push_back(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
+    return r;
+  }();
+  return a;
+}
+
+// the opts as "OP axis arg;..." (every arg of the action list is an int): the disk cache's value
+std::string opts_str(const std::vector<Opt>& opts) {
+  std::string s;
+  for (auto& o : opts) s += std::to_string(int(o.op)) + " " + std::to_string(o.axis.value_or(-1)) + " " + std::to_string(o.arg.is<int64_t>() ? o.arg.i() : 0) + ";";
+  return s;
+}
+std::optional<std::vector<Opt>> parse_opts(const std::string& s) {
+  std::vector<Opt> r;
+  std::istringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    int op = 0;
+    long long axis = 0, arg = 0;
+    if (std::sscanf(item.c_str(), "%d %lld %lld", &op, &axis, &arg) != 3 || op < int(OptOps::TC) || op > int(OptOps::SWAP)) return std::nullopt;
+    r.push_back(Opt{OptOps(op), axis < 0 ? std::nullopt : std::optional<int64_t>(axis), op == int(OptOps::NOLOCALS) ? Arg() : Arg(int64_t(arg))});
+  }
+  return r;
+}
+
+// scratch buffers (zeros: no NaN or denormal slow paths) for every buffer slot, and each variable at its midpoint
+struct Bench {
+  Device& dev;
+  std::map<int64_t, std::pair<void*, size_t>> bufs;
+  std::map<std::string, int64_t> vars;
+  Bench(Device& d, const UOp& ast) : dev(d) {
+    for (auto& u : ast.toposort())
+      if (u.op() == Ops::PARAM && u.arg().param().vmin_vmax && u.arg().param().name)
+        vars[*u.arg().param().name] = (u.arg().param().vmin_vmax->first.as_int() + u.arg().param().vmin_vmax->second.as_int()) / 2;
+  }
+  ~Bench() { for (auto& [slot, b] : bufs) dev.free(b.first, b.second); }
+  void* buffer(int64_t slot, size_t nbytes) {
+    auto& b = bufs[slot];
+    if (b.second < nbytes) {
+      if (b.first) dev.free(b.first, b.second);
+      b = {dev.alloc(nbytes), nbytes};
+      dev.copyin(b.first, std::vector<char>(nbytes).data(), nbytes);
+    }
+    return b.first;
+  }
+  // the fastest of `cnt` runs (stopping once one is slower than early_stop); infinity when it cannot run
+  double time(Program& prg, const ProgramSpec& spec, double early_stop, int cnt = 3) {
+    std::vector<void*> ptrs;
+    std::vector<int64_t> vals;
+    for (const KernelParam& p : spec.kernel.params) {
+      if (p.is_buffer()) ptrs.push_back(buffer(p.slot, size_t(std::max<int64_t>(p.numel, 1)) * size_t(p.dtype.itemsize())));
+      else if (p.var_name != "core_id") {
+        auto it = vars.find(p.var_name.value_or(""));
+        if (it == vars.end()) return std::numeric_limits<double>::infinity();
+        vals.push_back(it->second);
+      }
+    }
+    LaunchDims dims;
+    for (size_t i = 0; i < 3; i++) dims.global[i] = int(spec.global[i]), dims.local[i] = int(spec.local[i]);
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < cnt && (i == 0 || best <= early_stop); i++) best = std::min(best, prg.launch(ptrs, vals, dims, true));
+    return best;
+  }
+};
+
+std::string time_str(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%10.2f us", s * 1e6);
+  return b;
+}
+
+}  // namespace
+
+std::map<int, Scheduler> get_kernel_actions(const Scheduler& s, bool include_0, int64_t max_up) {
+  if (max_up < 0) max_up = getenv_int("BEAM_UPCAST_MAX", 256);
+  std::map<int, Scheduler> acted;
+  if (include_0) acted.emplace(0, s);
+  const auto& acts = actions();
+  auto fs = s.full_shape();
+  for (size_t i = 0; i < acts.size(); i++) {
+    const Opt& a = acts[i];
+    // an amount equal to the whole axis is the same opt as amount 0 (the whole axis) where the list has that
+    if (a.axis && a.op != OptOps::SWAP && a.op != OptOps::NOLOCALS && a.arg.is<int64_t>() && a.arg.i() != 0) {
+      int64_t ax = -1;
+      try {
+        if (a.op == OptOps::UNROLL) { auto ud = s.unrollable_dims(); ax = *a.axis < int64_t(ud.size()) ? ud[size_t(*a.axis)] : -1; }
+        else ax = *a.axis < int64_t(fs.size()) ? *a.axis : -1;
+      } catch (const Error&) { continue; }
+      if (ax < 0) continue;
+      bool has_zero = a.op == OptOps::UPCAST || a.op == OptOps::UNROLL || a.op == OptOps::GROUP;
+      if (fs[size_t(ax)] == a.arg.i() && has_zero) continue;
+    }
+    Scheduler s2 = s;
+    try {
+      s2.apply_opt(a);
+    } catch (const Error&) {
+      continue;
+    }
+    if (s2.upcast_size() > max_up) continue;
+    acted.emplace(int(i) + 1, std::move(s2));
+  }
+  return acted;
+}
+
+Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
+  std::string device;
+  for (auto& u : s.ast.toposort())
+    if (u.op() == Ops::PARAM && !u.arg().param().device.empty()) device = u.arg().param().device;
+  if (device.empty()) device = "CPU";
+  if (device != "CPU") return s;  // NULL renders only; DISK runs no kernels
+  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|" + device;
+  bool use_cache = getenv_int("CACHELEVEL", 1) >= 1;
+  if (use_cache && !getenv_int("IGNORE_BEAM_CACHE", 0))
+    if (auto val = diskcache_get("beam_search", key))
+      if (auto opts = parse_opts(*val); opts && opts->size() >= s.applied_opts.size()) {
+        try {
+          Scheduler r = s;
+          for (size_t i = s.applied_opts.size(); i < opts->size(); i++) r.apply_opt((*opts)[i]);
+          return r;
+        } catch (const Error&) {}  // stale entry: search again
+      }
+
+  Device& dev = get_device(device);
+  Bench bench(dev, s.ast);
+  const double inf = std::numeric_limits<double>::infinity(), min_progress = double(getenv_int("BEAM_MIN_PROGRESS_NS", 10)) * 1e-9;
+  int beam_debug = int(getenv_int("BEAM_DEBUG", 0)), dbg = debug_level();
+  size_t jobs = size_t(std::max<int64_t>(1, s.ren.global_max0));
+  std::vector<std::pair<Scheduler, double>> beam{{s, inf}};
+  std::set<std::string> seen_srcs;
+  auto st = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(); };
+  if (dbg >= 2) std::printf("   0.00s:                from   1 ->   1 actions\n");
+  while (true) {
+    std::vector<Scheduler> candidates;
+    for (auto& [si, tm] : beam) for (auto& [i, c] : get_kernel_actions(si, false)) candidates.push_back(c);
+    // render serially (graph work is single threaded), compile `jobs` at a time, time one by one
+    std::vector<std::pair<size_t, std::shared_ptr<const ProgramSpec>>> rendered;
+    for (size_t i = 0; i < candidates.size(); i++) {
+      try {
+        Scheduler c = candidates[i];
+        auto spec = to_program(c.get_optimized_ast("test"), ren);
+        if (seen_srcs.insert(spec->kernel.src).second) rendered.push_back({i, spec});
+      } catch (const Error& e) {
+        if (beam_debug) std::printf("BEAM: candidate %s failed to render: %s\n", opts_str(candidates[i].applied_opts).c_str(), e.what());
+      }
+    }
+    std::vector<std::pair<Scheduler, double>> timed;
+    double least_ops = inf;
+    for (size_t b = 0; b < rendered.size(); b += jobs) {
+      std::vector<std::future<std::string>> bins;
+      for (size_t j = b; j < std::min(rendered.size(), b + jobs); j++)
+        bins.push_back(std::async(std::launch::async, [&dev, &src = rendered[j].second->kernel.src] { return dev.compile(src); }));
+      for (size_t j = b; j < std::min(rendered.size(), b + jobs); j++) {
+        auto& [ci, spec] = rendered[j];
+        try {
+          std::string bin = bins[j - b].get();
+          least_ops = std::min(least_ops, spec->ops);
+          if (least_ops * 1000 < spec->ops) continue;  // 1000x the compute of the cheapest candidate
+          auto prg = dev.load(spec->kernel.entry_name, bin);
+          double tm = bench.time(*prg, *spec, beam[0].second * 3);
+          if (!std::isfinite(tm)) continue;
+          timed.push_back({candidates[ci], tm});
+          if (beam_debug >= 2) std::printf("%7.2fs: %5zu %s run %s\n", elapsed(), ci, time_str(tm).c_str(), opts_str(candidates[ci].applied_opts).c_str());
+        } catch (const Error& e) {
+          if (beam_debug) std::printf("BEAM: candidate %s failed: %s\n", opts_str(candidates[ci].applied_opts).c_str(), e.what());
+        }
+      }
+    }
+    std::stable_sort(timed.begin(), timed.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    bool exiting = timed.empty() || timed[0].second < min_progress || beam[0].second - timed[0].second < min_progress;
+    if (!exiting) beam.assign(timed.begin(), timed.begin() + std::min<ptrdiff_t>(amt, ptrdiff_t(timed.size())));
+    else if (!timed.empty() && timed[0].second < beam[0].second) beam = {timed[0]};
+    if (dbg >= 2)
+      std::printf("%7.2fs: %s from %3zu -> %3zu actions %s\n", elapsed(), time_str(beam[0].second).c_str(), candidates.size(), timed.size(),
+                  opts_str(beam[0].first.applied_opts).c_str());
+    if (exiting) break;
+  }
+  if (use_cache) diskcache_put("beam_search", key, opts_str(beam[0].first.applied_opts));
+  if (beam_debug) std::printf("BEAM_SEARCH: final tm=%s, applied_opts=%s\n", time_str(beam[0].second).c_str(), opts_str(beam[0].first.applied_opts).c_str());
+  return beam[0].first;
+}
+
+}  // namespace tg

@@ -1,0 +1,84 @@
+// BEAM search (tinygrad's codegen/opt/search.py): the candidates one opt away, a search that keeps the kernel's
+// results (checked against plain loops), and its result read back from the disk cache without compiling.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "codegen/opt/search.h"
+#include "runtime/clang.h"
+#include "tensor/tensor_impl.h"
+#include "tg/context.h"
+
+using namespace tg;
+
+namespace {
+
+// the one kernel of a (m x k) @ (k x n) matmul, before opts
+UOp matmul_ast(int64_t m, int64_t k, int64_t n) {
+  UOp linear = schedule_linear({Tensor::empty({m, k}).matmul(Tensor::empty({k, n}))});
+  for (auto& c : linear.src())
+    if (c.src(0).op() == Ops::SINK) return c.src(0);
+  throw Error("no kernel");
+}
+
+struct Threads {
+  Threads() { setenv("NUM_CPU_THREADS", "4", 1); }
+  ~Threads() { unsetenv("NUM_CPU_THREADS"); }
+};
+
+}  // namespace
+
+TEST(Search, KernelActionsAreOneOptAway) {
+  Threads threads;
+  Scheduler s(matmul_ast(64, 32, 48), caps_of(ClangRenderer()));
+  auto acted = get_kernel_actions(s, true, 8);
+  ASSERT_TRUE(acted.count(0));
+  EXPECT_TRUE(acted.at(0).applied_opts.empty());
+  std::set<OptOps> kinds;
+  for (auto& [i, k] : acted) {
+    if (i == 0) continue;
+    ASSERT_EQ(k.applied_opts.size(), 1u);
+    kinds.insert(k.applied_opts[0].op);
+    EXPECT_LE(k.upcast_size(), 8) << k.applied_opts[0].str();
+  }
+  // the CPU has no local memory: only upcasts, unrolls and threads apply
+  EXPECT_EQ(kinds, (std::set<OptOps>{OptOps::UPCAST, OptOps::UNROLL, OptOps::THREAD}));
+  // 64 = 4 * 16: UPCAST 4 of axis 0 is there, UPCAST 0 (the whole 64) is over the limit of 16
+  bool up4 = false;
+  for (auto& [i, k] : acted) up4 |= i && k.applied_opts[0] == Opt{OptOps::UPCAST, 0, Arg(int64_t(4))};
+  EXPECT_TRUE(up4);
+  for (auto& [i, k] : get_kernel_actions(acted.begin()->second, false)) EXPECT_EQ(k.applied_opts.size(), 1u);
+}
+
+TEST(Search, BeamSearchKeepsResultsAndIsCached) {
+  Threads threads;
+  UOp ast = matmul_ast(24, 20, 36);
+  Scheduler s(ast, caps_of(ClangRenderer()));
+  Scheduler found = [&] {
+    Context fresh({{"IGNORE_BEAM_CACHE", 1}});
+    return beam_search(s, ClangRenderer(), 2);
+  }();
+  EXPECT_FALSE(found.applied_opts.empty());
+  uint64_t compiles = clang_invocations();
+  Scheduler again = beam_search(s, ClangRenderer(), 2);
+  EXPECT_EQ(clang_invocations(), compiles) << "the second search should come from the disk cache";
+  ASSERT_EQ(again.applied_opts.size(), found.applied_opts.size());
+  for (size_t i = 0; i < found.applied_opts.size(); i++) EXPECT_EQ(again.applied_opts[i], found.applied_opts[i]);
+
+  // the kernel BEAM picked computes the matmul
+  std::vector<float> a(24 * 20), b(20 * 36);
+  for (size_t i = 0; i < a.size(); i++) a[i] = float(int(i * 7 % 13) - 6) * 0.25f;
+  for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i * 5 % 11) - 5) * 0.5f;
+  std::vector<float> got;
+  {
+    Context beam({{"BEAM", 2}});
+    got = Tensor::from_vector(a, {24, 20}).matmul(Tensor::from_vector(b, {20, 36})).to_vector<float>();
+  }
+  ASSERT_EQ(got.size(), size_t(24 * 36));
+  for (int i = 0; i < 24; i++)
+    for (int j = 0; j < 36; j++) {
+      float want = 0;
+      for (int k = 0; k < 20; k++) want += a[size_t(i * 20 + k)] * b[size_t(k * 36 + j)];
+      EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
+    }
+}
