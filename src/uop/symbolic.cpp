@@ -403,18 +403,6 @@ UOp UOp::simplify() const {
   return graph_rewrite(*this, tg::symbolic());
 }
 
-UOp UOp::substitute(const std::unordered_map<UOp, UOp>& dvars) const {
-  static const PatternMatcher pm{UPat::ops(GroupOp::All, "x") >> [](M m) {
-    auto& d = m.ctx<const std::unordered_map<UOp, UOp>>();
-    auto it = d.find(m["x"]);
-    return it == d.end() ? UOp() : it->second;
-  }};
-  bool any = false;
-  for (auto& [k, v] : dvars) any |= k != v;
-  if (!any) return *this;
-  return graph_rewrite(*this, pm, RewriteOpts{true, const_cast<void*>(static_cast<const void*>(&dvars))});
-}
-
 // ***** 3. simplification under a validity condition *****
 
 namespace {

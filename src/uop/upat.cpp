@@ -483,6 +483,46 @@ struct RewriteContext {
     return *replace.find(root);
   }
 
+  // unified_rewrite with a dictionary for its bottom-up matcher, without the matching: a node's replacement is looked up
+  // again to a fixed point, and a node rebuilt from replaced sources is visited again
+  UOp substitute(const UOp& root, const std::unordered_map<UOp, UOp>& dvars) {
+    auto lookup = [&](UOp n) {
+      fp_seen.clear();
+      for (auto it = dvars.find(n); it != dvars.end() && it->second != n; it = dvars.find(n)) {
+        if (std::find(fp_seen.begin(), fp_seen.end(), n) != fp_seen.end()) throw Error("infinite loop in fixed_point_rewrite");
+        fp_seen.push_back(n);
+        n = it->second;
+      }
+      return n;
+    };
+    stack.push_back({root, 0, {}});
+    while (!stack.empty()) {
+      if (stack.size() > 250000) throw Error("infinite loop in substitute (stack too big)");
+      Entry e = std::move(stack.back());
+      stack.pop_back();
+      if (e.stage == 0) {
+        if (replace.find(e.n)) continue;
+        UOp m = lookup(e.n);
+        if (!enter_calls && is_opaque_call(m)) replace[m.src(0)] = m.src(0);
+        stack.push_back({e.n, 1, m});
+        for (size_t i = m.src().size(); i-- > 0;)
+          if (!replace.find(m.src(i))) stack.push_back({m.src(i), 0, {}});
+      } else if (e.stage == 1) {
+        tmp.clear();
+        bool changed = false;
+        for (auto& x : e.new_n.src()) tmp.push_back(*replace.find(x)), changed |= tmp.back() != x;  // sources finish first
+        if (!changed) { replace[e.n] = e.new_n; continue; }
+        UOp r = rebuild(e.new_n, tmp);
+        stack.push_back({e.n, 2, r});
+        stack.push_back({r, 0, {}});
+      } else {
+        UOp r = *replace.find(e.new_n);
+        replace[e.n] = std::move(r);
+      }
+    }
+    return *replace.find(root);
+  }
+
   // rebuild with new sources; the dtype is re-derived only when a source dtype changed
   static UOp rebuild(const UOp& n, const std::vector<UOp>& new_src) {
     DType dt = n.dtype();
@@ -492,20 +532,35 @@ struct RewriteContext {
     return UOp::make(n.op(), dt, new_src, n.arg(), n.tag());
   }
 };
-}  // namespace
 
-UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
-  // rewrites nest (a rule may simplify a subexpression): contexts come from a per-thread pool so their tables are reused
+// rewrites nest (a rule may simplify a subexpression): contexts come from a per-thread pool so their tables are reused
+template <class F> UOp with_context(F&& f) {
   static thread_local std::vector<std::unique_ptr<RewriteContext>> pool;
   std::unique_ptr<RewriteContext> rc;
   if (pool.empty()) rc = std::make_unique<RewriteContext>();
   else rc = std::move(pool.back()), pool.pop_back();
-  rc->pm = opts.bottom_up ? nullptr : &pm, rc->bpm = opts.bottom_up ? &pm : opts.bpm, rc->ctx = opts.ctx, rc->enter_calls = opts.enter_calls;
   struct Return {
     std::unique_ptr<RewriteContext>& rc;
     ~Return() { rc->clear(); pool.push_back(std::move(rc)); }
   } ret{rc};
-  return opts.walk ? rc->walk_rewrite(sink) : rc->unified_rewrite(sink);
+  return f(*rc);
+}
+
+}  // namespace
+
+UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
+  return with_context([&](RewriteContext& rc) {
+    rc.pm = opts.bottom_up ? nullptr : &pm, rc.bpm = opts.bottom_up ? &pm : opts.bpm, rc.ctx = opts.ctx, rc.enter_calls = opts.enter_calls;
+    return opts.walk ? rc.walk_rewrite(sink) : rc.unified_rewrite(sink);
+  });
+}
+
+UOp substitute_rewrite(const UOp& sink, const std::unordered_map<UOp, UOp>& dvars, bool enter_calls) {
+  if (dvars.empty()) return sink;
+  return with_context([&](RewriteContext& rc) {
+    rc.pm = rc.bpm = nullptr, rc.ctx = nullptr, rc.enter_calls = enter_calls;
+    return rc.substitute(sink, dvars);
+  });
 }
 
 bool is_opaque_call(const UOp& u) {

@@ -193,6 +193,8 @@ UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts = 
 inline UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, void* ctx, bool bottom_up = false) {
   return graph_rewrite(sink, pm, RewriteOpts{bottom_up, ctx});
 }
+// graph_rewrite bottom up with a rule that looks each node up in dvars (UOp::substitute), at a fraction of the cost
+UOp substitute_rewrite(const UOp& sink, const std::unordered_map<UOp, UOp>& dvars, bool enter_calls = false);
 
 int intern_capture_name(std::string_view name);
 inline constexpr int MAX_CAPTURES = 256;

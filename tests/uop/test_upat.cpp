@@ -524,3 +524,31 @@ TEST(GraphRewrite, NoMatchReturnsSameGraph) {
   EXPECT_UOP_EQ(graph_rewrite(g, pm), g);
   EXPECT_UOP_EQ(graph_rewrite(g, pm, nullptr, true), g);
 }
+
+// substitute is graph_rewrite bottom up with a dictionary lookup for its rule: a replacement is looked up again (to a
+// fixed point), a node rebuilt from replaced sources is looked up too, a cycle throws, and a deep chain does not recurse
+TEST(Substitute, SameAsBottomUpRewriteWithLookup) {
+  UOp a = var("a"), b = var("b"), c = var("c"), x = var("x");
+  auto reference = [](const UOp& u, const std::unordered_map<UOp, UOp>& d) {
+    PatternMatcher lookup{UPat::ops(GroupOp::All, "x") >> [](M m) {
+      auto& dv = m.ctx<const std::unordered_map<UOp, UOp>>();
+      auto it = dv.find(m["x"]);
+      return it == dv.end() ? UOp() : it->second;
+    }};
+    return graph_rewrite(u, lookup, RewriteOpts{.bottom_up = true, .ctx = const_cast<std::unordered_map<UOp, UOp>*>(&d)});
+  };
+  std::vector<std::pair<UOp, std::unordered_map<UOp, UOp>>> cases{
+      {(a + b) * 2, {{a, x}}},
+      {(a + b) * 2, {{a, b}, {b, c}}},                 // b's replacement c is looked up again: both become c
+      {(a + b) * 2, {{a, x}, {x + b, c}}},             // the rebuilt x + b is in the dictionary
+      {UOp::sink({a * b, a + 1, (a * b) + 1}), {{a * b, c}, {a, a}}},
+      {a + 1, {}},
+  };
+  for (auto& [u, d] : cases) EXPECT_UOP_EQ(u.substitute(d), reference(u, d));
+  std::string err = error_of([&] { (a + 1).substitute({{a, b}, {b, a}}); });
+  EXPECT_NE(err.find("infinite loop"), std::string::npos) << err;
+  UOp chain = a;
+  for (int i = 0; i < 100000; i++) chain = chain + 1;
+  EXPECT_EQ(chain.substitute({{a, b}}).vmax().str(), "100010");
+}
+
