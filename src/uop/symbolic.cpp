@@ -400,7 +400,7 @@ const PatternMatcher& symbolic() {
 
 UOp UOp::simplify() const {
   if (op() == Ops::CONST) return *this;
-  return graph_rewrite(*this, tg::symbolic());
+  return graph_rewrite(*this, tg::symbolic(), RewriteOpts{.share_memo = true});
 }
 
 // ***** 3. simplification under a validity condition *****

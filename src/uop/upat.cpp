@@ -546,9 +546,37 @@ template <class F> UOp with_context(F&& f) {
   return f(*rc);
 }
 
+// a ctx-free top-down matcher gives a node the same result in every rewrite, so rewrites with share_memo (simplify) keep
+// their memo until the outermost rewrite or SharedMemoScope ends: a subexpression met again is not rewritten again
+struct SharedMemo { const PatternMatcher* pm; std::unique_ptr<RewriteContext> rc; bool busy = false; };
+thread_local int rewrite_depth = 0;
+thread_local std::vector<SharedMemo> shared_memos;
+SharedMemo* shared_memo(const PatternMatcher& pm) {
+  auto it = std::find_if(shared_memos.begin(), shared_memos.end(), [&](auto& m) { return m.pm == &pm; });
+  if (it == shared_memos.end()) it = shared_memos.insert(it, {&pm, std::make_unique<RewriteContext>()}), it->rc->pm = &pm;
+  return it->busy ? nullptr : &*it;  // a rule of pm's rewriting with pm again gets a fresh context
+}
+UOp shared_rewrite(SharedMemo& m, const UOp& sink) {
+  m.busy = true;
+  try {
+    UOp r = m.rc->unified_rewrite(sink);
+    m.busy = false, m.rc->waiters.clear(), m.rc->waitlist.clear();  // every wait was released: only the results stay
+    if (m.rc->replace.size() > (1u << 14)) m.rc->clear();
+    return r;
+  } catch (...) {
+    m.busy = false, m.rc->clear();
+    throw;
+  }
+}
 }  // namespace
 
+SharedMemoScope::SharedMemoScope() { rewrite_depth++; }
+SharedMemoScope::~SharedMemoScope() { if (--rewrite_depth == 0) for (auto& m : shared_memos) m.rc->clear(); }
+
 UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
+  SharedMemoScope scope;
+  if (opts.share_memo && !opts.bottom_up && !opts.bpm && !opts.ctx && !opts.walk && !opts.enter_calls)
+    if (SharedMemo* m = shared_memo(pm)) return shared_rewrite(*m, sink);
   return with_context([&](RewriteContext& rc) {
     rc.pm = opts.bottom_up ? nullptr : &pm, rc.bpm = opts.bottom_up ? &pm : opts.bpm, rc.ctx = opts.ctx, rc.enter_calls = opts.enter_calls;
     return opts.walk ? rc.walk_rewrite(sink) : rc.unified_rewrite(sink);

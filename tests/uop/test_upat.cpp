@@ -552,3 +552,27 @@ TEST(Substitute, SameAsBottomUpRewriteWithLookup) {
   EXPECT_EQ(chain.substitute({{a, b}}).vmax().str(), "100010");
 }
 
+// rewrites with share_memo inside one outer rewrite (or SharedMemoScope) reuse each other's results: the same answers
+// as fresh rewrites, and the memo is dropped when the outermost one ends (its nodes are freed)
+TEST(GraphRewrite, SharedMemoGivesTheSameResults) {
+  UOp a = var("a"), b = var("b");
+  PatternMatcher fold{
+      (UPat::var("x") + 0) >> [](M m) { return m["x"]; },
+      (UPat::var("x") * 1) >> [](M m) { return m["x"]; },
+  };
+  std::vector<UOp> exprs{((a + 0) * 1 + b) * 1, (a + 0) * 1, b + 0, ((a + 0) * 1 + b) * 1};
+  std::vector<UOp> fresh, shared;
+  for (auto& e : exprs) fresh.push_back(graph_rewrite(e, fold));
+  {
+    SharedMemoScope scope;
+    for (auto& e : exprs) shared.push_back(graph_rewrite(e, fold, RewriteOpts{.share_memo = true}));
+  }
+  for (size_t i = 0; i < exprs.size(); i++) EXPECT_UOP_EQ(shared[i], fresh[i]);
+  size_t before = live_uops();
+  {
+    SharedMemoScope scope;
+    graph_rewrite(var("t") * 1 + 0, fold, RewriteOpts{.share_memo = true});
+    EXPECT_GT(live_uops(), before);  // the memo holds the nodes it met
+  }
+  EXPECT_EQ(live_uops(), before);
+}
