@@ -431,6 +431,19 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
     if (it == bounds.end()) { bounds.push_back({res->expr, {}}); it = bounds.end() - 1; }
     it->second[res->is_upper ? 1 : 0] = res->c;
   }
+  // simplify is pure and the same expression (often uop itself) comes back: each is simplified once per call
+  std::vector<std::pair<UOp, UOp>> simplified;
+  auto simplify = [&](const UOp& u) {
+    auto it = std::find_if(simplified.begin(), simplified.end(), [&](auto& p) { return p.first == u; });
+    return it != simplified.end() ? it->second : simplified.emplace_back(u, u.simplify()).second;
+  };
+  // uop with the substitution sub made, simplified, and substituted back: when the substituted form simplifies to itself,
+  // substituting back gives uop again (no fake variable is in uop)
+  auto given = [&](const UOp& subbed, const std::unordered_map<UOp, UOp>& back) {
+    UOp r = simplify(subbed);
+    bool unchanged = r == subbed && std::none_of(back.begin(), back.end(), [&](auto& kv) { return uop.in_backward_slice_with_self(kv.first); });
+    return simplify(unchanged ? uop : r.substitute(back));
+  };
   std::vector<std::pair<UOp, UOp>> all_candidates;
   for (size_t i = 0; i < bounds.size(); i++) {
     const UOp& expr = bounds[i].first;
@@ -454,7 +467,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
       bool all_in = std::all_of(candidate.begin(), candidate.end(), [&](auto& c) { return uop.in_backward_slice_with_self(c.first); });
       if (!all_in) continue;
       std::vector<UOp> newuops;
-      for (auto& [X, newX] : candidate) newuops.push_back(uop.substitute({{X, newX}}).simplify().substitute({{newX, X}}).simplify());
+      for (auto& [X, newX] : candidate) newuops.push_back(given(uop.substitute({{X, newX}}), {{newX, X}}));
       bool same = std::all_of(newuops.begin(), newuops.end(), [&](const UOp& u) { return u == newuops[0]; });
       if (same) uop = newuops[0];
       else if (uop.op() == Ops::STACK && uop.src().size() == 2) {
@@ -466,7 +479,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
   }
   std::unordered_map<UOp, UOp> sub, back;
   for (auto& [X, newX] : all_candidates) sub[X] = newX, back[newX] = X;
-  if (UOp s = uop.substitute(sub); s != uop) uop = s.simplify().substitute(back).simplify();
+  if (UOp s = uop.substitute(sub); s != uop) uop = given(s, back);
   return uop;
 }
 
