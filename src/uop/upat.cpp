@@ -411,34 +411,31 @@ struct RewriteContext {
             continue;
           }
         }
-        stack.push_back({e.n, 1, new_n});
         if (!enter_calls && is_opaque_call(new_n)) replace[new_n.src(0)] = new_n.src(0);
-        for (size_t i = new_n.src().size(); i-- > 0;) {
-          const UOp& x = new_n.src(i);
-          if (!replace.try_emplace(x).second) continue;  // queued already, or done
-          stack.push_back({x, 0, {}});
+        std::span<const UOp> srcs = new_n.src();  // the node outlives the loop: the stack entry below holds it
+        stack.push_back({std::move(e.n), 1, std::move(new_n)});
+        for (size_t i = srcs.size(); i-- > 0;) {
+          if (!replace.try_emplace(srcs[i]).second) continue;  // queued already, or done
+          stack.push_back({srcs[i], 0, {}});
         }
       } else if (e.stage == 1) {
-        tmp.clear();
-        bool ready = true, changed = false;
+        bool changed = false;
+        const UOp* missing = nullptr;
         for (auto& x : e.new_n.src()) {
           UOp* r = result(x);
-          if (!r) {
-            wait(x, {e.n, 1, e.new_n});
-            ready = false;
-            break;
-          }
+          if (!r) { missing = &x; break; }
           changed |= *r != x;
-          tmp.push_back(*r);
         }
-        if (!ready) continue;
+        if (missing) { wait(*missing, std::move(e)); continue; }
         UOp new_src_n;
         if (!changed) {
           if (!pm || !(new_src_n = pm->rewrite(e.new_n, ctx))) { done(e.n, e.new_n); continue; }
         } else {
+          tmp.clear();
+          for (auto& x : e.new_n.src()) tmp.push_back(*result(x));
           new_src_n = rebuild(e.new_n, tmp);
         }
-        stack.push_back({e.n, 2, new_src_n});
+        stack.push_back({std::move(e.n), 2, new_src_n});
         // a rebuilt node's sources are all done: without a bottom-up matcher its visit (stage 0) would only queue stage 1
         if (changed && !bpm) stack.push_back({new_src_n, 1, new_src_n});
         else stack.push_back({new_src_n, 0, {}});
