@@ -140,6 +140,9 @@ UOp canonicalize_simplex(const UOp& X) {
 }
 
 UOp fold_where_closure(const UOp& cond, const UOp& t, const UOp& f) {
+  // an INDEX at or just under a branch (a gated load) rules the fold out: seen without walking the branches
+  auto indexes = [](const UOp& u) { return u.op() == Ops::INDEX || (!u.src().empty() && u.src(0).op() == Ops::INDEX); };
+  if (indexes(cond) || indexes(t) || indexes(f)) return {};
   if (!t.in_backward_slice_with_self(cond) && !f.in_backward_slice_with_self(cond)) return {};
   for (auto* u : {&cond, &t, &f}) if (u->op_in_backward_slice_with_self(Ops::INDEX)) return {};
   return cond.where(t.substitute({{cond, cbool(true)}}), f.substitute({{cond, cbool(false)}}));
