@@ -96,6 +96,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
                               add_loads = simple + pm_expand_broadcast() + pm_add_loads(), devectorize = simple + devectorizer2() + indexing_simplify(),
                               add_images = simple + ew_devectorizer() + pm_simplify_add_image(), extra_sym = sym_all + indexing_simplify(),
                               lower_index = simple + pm_lower_index_dtype() + indexing_simplify();
+  SharedMemoScope memo_scope;  // the passes simplify the same index expressions again
   void* rctx = const_cast<CStyleLanguage*>(&ren);
   std::unordered_map<UOp, UOp> range_ctx;
 

@@ -41,10 +41,17 @@ const std::optional<Shape>& shape_or_none(const UOp& u) {
 
 namespace {
 UOp mop_index(const UOp& r, const UOp& idx) {
-  std::vector<UOp> idxs = tail(idx.src(), 1);
+  std::span<const UOp> idxs = idx.src().subspan(1);
   const Shape &rs = r.shape(), &ss = r.src(0).shape();
-  if (idxs.size() == rs.size())
-    return UOp::make(INDEX, cat({r.src(0)}, apply_movement_op(r.op(), ss, MovementArg::of(r), idxs)), idx.arg());
+  if (idxs.size() == rs.size()) {
+    // the argument of a RESHAPE is its (cached) shape, of an EXPAND the shape's leading axes: no parsing per element
+    MovementArg arg = r.op() == RESHAPE ? MovementArg{rs, {}}
+                    : r.op() == EXPAND  ? MovementArg{Shape(rs.begin(), rs.end() - int64_t(ss.size())), {}}
+                                        : MovementArg::of(r);
+    std::vector<UOp> src{r.src(0)};
+    for (UOp& i : apply_movement_op(r.op(), ss, arg, idxs)) src.push_back(std::move(i));
+    return UOp::make(INDEX, src, idx.arg());
+  }
   if (r.op() == RESHAPE) {
     int64_t rest = int64_t(rs.size()) - int64_t(idxs.size());
     int64_t src_prefix = int64_t(ss.size()) - rest;

@@ -109,7 +109,10 @@ std::vector<UOp> UOp::backward_slice() const {
   return r;
 }
 
+UOp UOp::substitute(const std::unordered_map<UOp, UOp>& dvars) const { return substitute_rewrite(*this, dvars); }
+
 UOp UOp::substitute(const std::unordered_map<UOp, UOp>& dvars, const PatternMatcher* extra_pm, bool walk) const {
+  if (!extra_pm && !walk) return substitute_rewrite(*this, dvars);
   std::unordered_map<UOp, UOp> d;
   for (auto& [k, v] : dvars) if (k != v) d.emplace(k, v);
   if (d.empty()) return *this;

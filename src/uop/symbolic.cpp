@@ -140,6 +140,9 @@ UOp canonicalize_simplex(const UOp& X) {
 }
 
 UOp fold_where_closure(const UOp& cond, const UOp& t, const UOp& f) {
+  // an INDEX at or just under a branch (a gated load) rules the fold out: seen without walking the branches
+  auto indexes = [](const UOp& u) { return u.op() == Ops::INDEX || (!u.src().empty() && u.src(0).op() == Ops::INDEX); };
+  if (indexes(cond) || indexes(t) || indexes(f)) return {};
   if (!t.in_backward_slice_with_self(cond) && !f.in_backward_slice_with_self(cond)) return {};
   for (auto* u : {&cond, &t, &f}) if (u->op_in_backward_slice_with_self(Ops::INDEX)) return {};
   return cond.where(t.substitute({{cond, cbool(true)}}), f.substitute({{cond, cbool(false)}}));
@@ -400,19 +403,7 @@ const PatternMatcher& symbolic() {
 
 UOp UOp::simplify() const {
   if (op() == Ops::CONST) return *this;
-  return graph_rewrite(*this, tg::symbolic());
-}
-
-UOp UOp::substitute(const std::unordered_map<UOp, UOp>& dvars) const {
-  static const PatternMatcher pm{UPat::ops(GroupOp::All, "x") >> [](M m) {
-    auto& d = m.ctx<const std::unordered_map<UOp, UOp>>();
-    auto it = d.find(m["x"]);
-    return it == d.end() ? UOp() : it->second;
-  }};
-  bool any = false;
-  for (auto& [k, v] : dvars) any |= k != v;
-  if (!any) return *this;
-  return graph_rewrite(*this, pm, RewriteOpts{true, const_cast<void*>(static_cast<const void*>(&dvars))});
+  return graph_rewrite(*this, tg::symbolic(), RewriteOpts{.share_memo = true});
 }
 
 // ***** 3. simplification under a validity condition *****
@@ -443,6 +434,19 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
     if (it == bounds.end()) { bounds.push_back({res->expr, {}}); it = bounds.end() - 1; }
     it->second[res->is_upper ? 1 : 0] = res->c;
   }
+  // simplify is pure and the same expression (often uop itself) comes back: each is simplified once per call
+  std::vector<std::pair<UOp, UOp>> simplified;
+  auto simplify = [&](const UOp& u) {
+    auto it = std::find_if(simplified.begin(), simplified.end(), [&](auto& p) { return p.first == u; });
+    return it != simplified.end() ? it->second : simplified.emplace_back(u, u.simplify()).second;
+  };
+  // uop with the substitution sub made, simplified, and substituted back: when the substituted form simplifies to itself,
+  // substituting back gives uop again (no fake variable is in uop)
+  auto given = [&](const UOp& subbed, const std::unordered_map<UOp, UOp>& back) {
+    UOp r = simplify(subbed);
+    bool unchanged = r == subbed && std::none_of(back.begin(), back.end(), [&](auto& kv) { return uop.in_backward_slice_with_self(kv.first); });
+    return simplify(unchanged ? uop : r.substitute(back));
+  };
   std::vector<std::pair<UOp, UOp>> all_candidates;
   for (size_t i = 0; i < bounds.size(); i++) {
     const UOp& expr = bounds[i].first;
@@ -466,7 +470,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
       bool all_in = std::all_of(candidate.begin(), candidate.end(), [&](auto& c) { return uop.in_backward_slice_with_self(c.first); });
       if (!all_in) continue;
       std::vector<UOp> newuops;
-      for (auto& [X, newX] : candidate) newuops.push_back(uop.substitute({{X, newX}}).simplify().substitute({{newX, X}}).simplify());
+      for (auto& [X, newX] : candidate) newuops.push_back(given(uop.substitute({{X, newX}}), {{newX, X}}));
       bool same = std::all_of(newuops.begin(), newuops.end(), [&](const UOp& u) { return u == newuops[0]; });
       if (same) uop = newuops[0];
       else if (uop.op() == Ops::STACK && uop.src().size() == 2) {
@@ -478,7 +482,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
   }
   std::unordered_map<UOp, UOp> sub, back;
   for (auto& [X, newX] : all_candidates) sub[X] = newX, back[newX] = X;
-  if (UOp s = uop.substitute(sub); s != uop) uop = s.simplify().substitute(back).simplify();
+  if (UOp s = uop.substitute(sub); s != uop) uop = given(s, back);
   return uop;
 }
 

@@ -411,34 +411,31 @@ struct RewriteContext {
             continue;
           }
         }
-        stack.push_back({e.n, 1, new_n});
         if (!enter_calls && is_opaque_call(new_n)) replace[new_n.src(0)] = new_n.src(0);
-        for (size_t i = new_n.src().size(); i-- > 0;) {
-          const UOp& x = new_n.src(i);
-          if (!replace.try_emplace(x).second) continue;  // queued already, or done
-          stack.push_back({x, 0, {}});
+        std::span<const UOp> srcs = new_n.src();  // the node outlives the loop: the stack entry below holds it
+        stack.push_back({std::move(e.n), 1, std::move(new_n)});
+        for (size_t i = srcs.size(); i-- > 0;) {
+          if (!replace.try_emplace(srcs[i]).second) continue;  // queued already, or done
+          stack.push_back({srcs[i], 0, {}});
         }
       } else if (e.stage == 1) {
-        tmp.clear();
-        bool ready = true, changed = false;
+        bool changed = false;
+        const UOp* missing = nullptr;
         for (auto& x : e.new_n.src()) {
           UOp* r = result(x);
-          if (!r) {
-            wait(x, {e.n, 1, e.new_n});
-            ready = false;
-            break;
-          }
+          if (!r) { missing = &x; break; }
           changed |= *r != x;
-          tmp.push_back(*r);
         }
-        if (!ready) continue;
+        if (missing) { wait(*missing, std::move(e)); continue; }
         UOp new_src_n;
         if (!changed) {
           if (!pm || !(new_src_n = pm->rewrite(e.new_n, ctx))) { done(e.n, e.new_n); continue; }
         } else {
+          tmp.clear();
+          for (auto& x : e.new_n.src()) tmp.push_back(*result(x));
           new_src_n = rebuild(e.new_n, tmp);
         }
-        stack.push_back({e.n, 2, new_src_n});
+        stack.push_back({std::move(e.n), 2, new_src_n});
         // a rebuilt node's sources are all done: without a bottom-up matcher its visit (stage 0) would only queue stage 1
         if (changed && !bpm) stack.push_back({new_src_n, 1, new_src_n});
         else stack.push_back({new_src_n, 0, {}});
@@ -483,6 +480,46 @@ struct RewriteContext {
     return *replace.find(root);
   }
 
+  // unified_rewrite with a dictionary for its bottom-up matcher, without the matching: a node's replacement is looked up
+  // again to a fixed point, and a node rebuilt from replaced sources is visited again
+  UOp substitute(const UOp& root, const std::unordered_map<UOp, UOp>& dvars) {
+    auto lookup = [&](UOp n) {
+      fp_seen.clear();
+      for (auto it = dvars.find(n); it != dvars.end() && it->second != n; it = dvars.find(n)) {
+        if (std::find(fp_seen.begin(), fp_seen.end(), n) != fp_seen.end()) throw Error("infinite loop in fixed_point_rewrite");
+        fp_seen.push_back(n);
+        n = it->second;
+      }
+      return n;
+    };
+    stack.push_back({root, 0, {}});
+    while (!stack.empty()) {
+      if (stack.size() > 250000) throw Error("infinite loop in substitute (stack too big)");
+      Entry e = std::move(stack.back());
+      stack.pop_back();
+      if (e.stage == 0) {
+        if (replace.find(e.n)) continue;
+        UOp m = lookup(e.n);
+        if (!enter_calls && is_opaque_call(m)) replace[m.src(0)] = m.src(0);
+        stack.push_back({e.n, 1, m});
+        for (size_t i = m.src().size(); i-- > 0;)
+          if (!replace.find(m.src(i))) stack.push_back({m.src(i), 0, {}});
+      } else if (e.stage == 1) {
+        tmp.clear();
+        bool changed = false;
+        for (auto& x : e.new_n.src()) tmp.push_back(*replace.find(x)), changed |= tmp.back() != x;  // sources finish first
+        if (!changed) { replace[e.n] = e.new_n; continue; }
+        UOp r = rebuild(e.new_n, tmp);
+        stack.push_back({e.n, 2, r});
+        stack.push_back({r, 0, {}});
+      } else {
+        UOp r = *replace.find(e.new_n);
+        replace[e.n] = std::move(r);
+      }
+    }
+    return *replace.find(root);
+  }
+
   // rebuild with new sources; the dtype is re-derived only when a source dtype changed
   static UOp rebuild(const UOp& n, const std::vector<UOp>& new_src) {
     DType dt = n.dtype();
@@ -492,20 +529,63 @@ struct RewriteContext {
     return UOp::make(n.op(), dt, new_src, n.arg(), n.tag());
   }
 };
-}  // namespace
 
-UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
-  // rewrites nest (a rule may simplify a subexpression): contexts come from a per-thread pool so their tables are reused
+// rewrites nest (a rule may simplify a subexpression): contexts come from a per-thread pool so their tables are reused
+template <class F> UOp with_context(F&& f) {
   static thread_local std::vector<std::unique_ptr<RewriteContext>> pool;
   std::unique_ptr<RewriteContext> rc;
   if (pool.empty()) rc = std::make_unique<RewriteContext>();
   else rc = std::move(pool.back()), pool.pop_back();
-  rc->pm = opts.bottom_up ? nullptr : &pm, rc->bpm = opts.bottom_up ? &pm : opts.bpm, rc->ctx = opts.ctx, rc->enter_calls = opts.enter_calls;
   struct Return {
     std::unique_ptr<RewriteContext>& rc;
     ~Return() { rc->clear(); pool.push_back(std::move(rc)); }
   } ret{rc};
-  return opts.walk ? rc->walk_rewrite(sink) : rc->unified_rewrite(sink);
+  return f(*rc);
+}
+
+// a ctx-free top-down matcher gives a node the same result in every rewrite, so rewrites with share_memo (simplify) keep
+// their memo until the outermost rewrite or SharedMemoScope ends: a subexpression met again is not rewritten again
+struct SharedMemo { const PatternMatcher* pm; std::unique_ptr<RewriteContext> rc; bool busy = false; };
+thread_local int rewrite_depth = 0;
+thread_local std::vector<SharedMemo> shared_memos;
+SharedMemo* shared_memo(const PatternMatcher& pm) {
+  auto it = std::find_if(shared_memos.begin(), shared_memos.end(), [&](auto& m) { return m.pm == &pm; });
+  if (it == shared_memos.end()) it = shared_memos.insert(it, {&pm, std::make_unique<RewriteContext>()}), it->rc->pm = &pm;
+  return it->busy ? nullptr : &*it;  // a rule of pm's rewriting with pm again gets a fresh context
+}
+UOp shared_rewrite(SharedMemo& m, const UOp& sink) {
+  m.busy = true;
+  try {
+    UOp r = m.rc->unified_rewrite(sink);
+    m.busy = false, m.rc->waiters.clear(), m.rc->waitlist.clear();  // every wait was released: only the results stay
+    if (m.rc->replace.size() > (1u << 14)) m.rc->clear();
+    return r;
+  } catch (...) {
+    m.busy = false, m.rc->clear();
+    throw;
+  }
+}
+}  // namespace
+
+SharedMemoScope::SharedMemoScope() { rewrite_depth++; }
+SharedMemoScope::~SharedMemoScope() { if (--rewrite_depth == 0) for (auto& m : shared_memos) m.rc->clear(); }
+
+UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
+  SharedMemoScope scope;
+  if (opts.share_memo && !opts.bottom_up && !opts.bpm && !opts.ctx && !opts.walk && !opts.enter_calls)
+    if (SharedMemo* m = shared_memo(pm)) return shared_rewrite(*m, sink);
+  return with_context([&](RewriteContext& rc) {
+    rc.pm = opts.bottom_up ? nullptr : &pm, rc.bpm = opts.bottom_up ? &pm : opts.bpm, rc.ctx = opts.ctx, rc.enter_calls = opts.enter_calls;
+    return opts.walk ? rc.walk_rewrite(sink) : rc.unified_rewrite(sink);
+  });
+}
+
+UOp substitute_rewrite(const UOp& sink, const std::unordered_map<UOp, UOp>& dvars, bool enter_calls) {
+  if (dvars.empty()) return sink;
+  return with_context([&](RewriteContext& rc) {
+    rc.pm = rc.bpm = nullptr, rc.ctx = nullptr, rc.enter_calls = enter_calls;
+    return rc.substitute(sink, dvars);
+  });
 }
 
 bool is_opaque_call(const UOp& u) {

@@ -186,6 +186,7 @@ struct RewriteOpts {
   const PatternMatcher* bpm = nullptr;  // a bottom-up matcher to run alongside a top-down one
   bool walk = false;         // one pass, results are not rewritten again (tinygrad's walk_rewrite)
   bool enter_calls = false;  // also rewrite the bodies of FUNCTIONs and CALLs of kernels/linears/copies
+  bool share_memo = false;   // pm is top-down and ctx-free: results are kept for later rewrites inside the outermost one
 };
 // a CALL/FUNCTION whose src[0] is a body graph_rewrite leaves alone unless enter_calls
 bool is_opaque_call(const UOp& u);
@@ -193,6 +194,17 @@ UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts = 
 inline UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, void* ctx, bool bottom_up = false) {
   return graph_rewrite(sink, pm, RewriteOpts{bottom_up, ctx});
 }
+// rewrites with share_memo keep their memo until the outermost graph_rewrite returns; a scope held across several
+// rewrites (the passes of one kernel) keeps it until the scope ends
+struct SharedMemoScope {
+  SharedMemoScope();
+  ~SharedMemoScope();
+  SharedMemoScope(const SharedMemoScope&) = delete;
+  SharedMemoScope& operator=(const SharedMemoScope&) = delete;
+};
+
+// graph_rewrite bottom up with a rule that looks each node up in dvars (UOp::substitute), at a fraction of the cost
+UOp substitute_rewrite(const UOp& sink, const std::unordered_map<UOp, UOp>& dvars, bool enter_calls = false);
 
 int intern_capture_name(std::string_view name);
 inline constexpr int MAX_CAPTURES = 256;

@@ -63,7 +63,7 @@ UOp lower_weak_srcs(std::unordered_map<UOp, UOp>* ctx, const UOp& u) {
   if (!ctx) ctx = &local;
   auto lower = [&](const UOp& s) -> UOp {
     if (auto it = ctx->find(s); it != ctx->end()) return it->second;
-    UOp r = graph_rewrite(s, pm_lower_weak());
+    UOp r = graph_rewrite(s, pm_lower_weak(), RewriteOpts{.share_memo = true});  // its rules are pure: subexpressions shared
     if (r.op() == Ops::CAST && is_weak(r.dtype())) r = r.src(0);  // the consumer absorbs the cast on its own edge
     (*ctx)[s] = r;
     return r;

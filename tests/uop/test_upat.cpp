@@ -524,3 +524,55 @@ TEST(GraphRewrite, NoMatchReturnsSameGraph) {
   EXPECT_UOP_EQ(graph_rewrite(g, pm), g);
   EXPECT_UOP_EQ(graph_rewrite(g, pm, nullptr, true), g);
 }
+
+// substitute is graph_rewrite bottom up with a dictionary lookup for its rule: a replacement is looked up again (to a
+// fixed point), a node rebuilt from replaced sources is looked up too, a cycle throws, and a deep chain does not recurse
+TEST(Substitute, SameAsBottomUpRewriteWithLookup) {
+  UOp a = var("a"), b = var("b"), c = var("c"), x = var("x");
+  auto reference = [](const UOp& u, const std::unordered_map<UOp, UOp>& d) {
+    PatternMatcher lookup{UPat::ops(GroupOp::All, "x") >> [](M m) {
+      auto& dv = m.ctx<const std::unordered_map<UOp, UOp>>();
+      auto it = dv.find(m["x"]);
+      return it == dv.end() ? UOp() : it->second;
+    }};
+    return graph_rewrite(u, lookup, RewriteOpts{.bottom_up = true, .ctx = const_cast<std::unordered_map<UOp, UOp>*>(&d)});
+  };
+  std::vector<std::pair<UOp, std::unordered_map<UOp, UOp>>> cases{
+      {(a + b) * 2, {{a, x}}},
+      {(a + b) * 2, {{a, b}, {b, c}}},                 // b's replacement c is looked up again: both become c
+      {(a + b) * 2, {{a, x}, {x + b, c}}},             // the rebuilt x + b is in the dictionary
+      {UOp::sink({a * b, a + 1, (a * b) + 1}), {{a * b, c}, {a, a}}},
+      {a + 1, {}},
+  };
+  for (auto& [u, d] : cases) EXPECT_UOP_EQ(u.substitute(d), reference(u, d));
+  std::string err = error_of([&] { (a + 1).substitute({{a, b}, {b, a}}); });
+  EXPECT_NE(err.find("infinite loop"), std::string::npos) << err;
+  UOp chain = a;
+  for (int i = 0; i < 100000; i++) chain = chain + 1;
+  EXPECT_EQ(chain.substitute({{a, b}}).vmax().str(), "100010");
+}
+
+// rewrites with share_memo inside one outer rewrite (or SharedMemoScope) reuse each other's results: the same answers
+// as fresh rewrites, and the memo is dropped when the outermost one ends (its nodes are freed)
+TEST(GraphRewrite, SharedMemoGivesTheSameResults) {
+  UOp a = var("a"), b = var("b");
+  PatternMatcher fold{
+      (UPat::var("x") + 0) >> [](M m) { return m["x"]; },
+      (UPat::var("x") * 1) >> [](M m) { return m["x"]; },
+  };
+  std::vector<UOp> exprs{((a + 0) * 1 + b) * 1, (a + 0) * 1, b + 0, ((a + 0) * 1 + b) * 1};
+  std::vector<UOp> fresh, shared;
+  for (auto& e : exprs) fresh.push_back(graph_rewrite(e, fold));
+  {
+    SharedMemoScope scope;
+    for (auto& e : exprs) shared.push_back(graph_rewrite(e, fold, RewriteOpts{.share_memo = true}));
+  }
+  for (size_t i = 0; i < exprs.size(); i++) EXPECT_UOP_EQ(shared[i], fresh[i]);
+  size_t before = live_uops();
+  {
+    SharedMemoScope scope;
+    graph_rewrite(var("t") * 1 + 0, fold, RewriteOpts{.share_memo = true});
+    EXPECT_GT(live_uops(), before);  // the memo holds the nodes it met
+  }
+  EXPECT_EQ(live_uops(), before);
+}
