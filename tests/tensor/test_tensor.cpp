@@ -315,3 +315,50 @@ TEST(TensorRealize, RealizeCacheReusesScheduleOnNewBuffers) {
   Tensor big3 = Tensor::from_vector(std::vector<float>(40000, 3.f), {40000});
   EXPECT_EQ(schedule_linear({big3.sum()}).src().size(), 2u);
 }
+
+// a realize finds its template by walking its graph in step with the template's: graphs that differ from a cached one
+// only deep down, in a constant, a shape, a dtype, a device or in which inputs alias, are other structures
+TEST(TensorRealize, RealizeCacheNearMisses) {
+  auto& st = engine_stats();
+  auto vec = [](float v, int64_t n = 4, const std::string& dev = "CPU") { return Tensor::from_vector(std::vector<float>(size_t(n), v), {n}, std::nullopt, dev); };
+  // a chain whose bottom constant differs: the top of the graph (what picks the candidates) is the same
+  auto chain = [](const Tensor& x, const Tensor& y, float c) {
+    Tensor r = x * c;
+    for (int i = 0; i < 12; i++) r = ((r + y) * 0.5f).relu();
+    return r.to_vector<float>()[0];
+  };
+  float c1 = chain(vec(1), vec(2), 1), c2 = chain(vec(1), vec(2), 3);
+  EXPECT_EQ(c1, 2.f - 1.f / 4096.f);
+  EXPECT_EQ(c2, 2.f + 1.f / 4096.f);
+  int64_t hits = st.realize_cache_hits;
+  EXPECT_EQ(chain(vec(1), vec(2), 1), c1);
+  EXPECT_EQ(chain(vec(1), vec(2), 3), c2);
+  EXPECT_EQ(st.realize_cache_hits - hits, 2);
+  // the same buffer at both inputs, deep in the graph, against two buffers of equal values
+  Tensor a = vec(1), b = vec(2);
+  EXPECT_EQ(chain(a, a, 1), chain(vec(1), vec(1), 1));
+  EXPECT_NE(chain(a, b, 1), chain(b, b, 1));
+  EXPECT_EQ(chain(b, a, 1), chain(vec(2), vec(1), 1));
+  // an assign reading its own target reversed needs the old values: the walk pairs the same nodes as for a source
+  // buffer of its own, but the two inputs alias
+  std::vector<float> up(256), down(256);
+  for (size_t i = 0; i < 256; i++) up[i] = float(i), down[i] = float(2 * (255 - i));
+  for (int same : {0, 0, 1, 1}) {
+    Tensor t = Tensor::from_vector(up, {256}), u = same ? t : Tensor::from_vector(up, {256});
+    t.assign(u.flip(0) * 2).realize();
+    EXPECT_EQ(t.to_vector<float>(), down) << same;
+  }
+  // shape, dtype and device of the inputs
+  EXPECT_EQ((vec(1, 4) + vec(2, 4)).to_vector<float>().size(), 4u);
+  EXPECT_EQ((vec(1, 6) + vec(2, 6)).to_vector<float>().size(), 6u);
+  Tensor i1 = Tensor::from_vector<int32_t>({7, 9}, {2}), i2 = Tensor::from_vector<int32_t>({1, 2}, {2});
+  EXPECT_EQ((i1 / i2).to_vector<int32_t>(), (std::vector<int32_t>{7, 4}));
+  Tensor f1 = Tensor::from_vector<float>({7, 9}, {2}), f2 = Tensor::from_vector<float>({1, 2}, {2});
+  EXPECT_EQ((f1 / f2).to_vector<float>(), (std::vector<float>{7, 4.5f}));
+  Tensor d = vec(1, 4, "CPU:1") + vec(2, 4, "CPU:1");
+  EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{3, 3, 3, 3}));
+  EXPECT_EQ(uop_of(d).device(), "CPU:1");
+  // more structures under one fingerprint than a bucket holds: each still realizes its own, and again after
+  for (int round = 0; round < 2; round++)
+    for (int k = 0; k < 7; k++) EXPECT_EQ(chain(vec(1), vec(2), float(k + 2)), 2.f + float(k) / 4096.f) << k;
+}
