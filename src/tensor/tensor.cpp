@@ -36,19 +36,38 @@ std::vector<TensorImpl*> all_tensors() {
 }
 
 void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
-  // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo)
-  NodeMap<bool> in_scope(256);
-  std::vector<TensorImpl*> scope;
-  for (TensorImpl* t : registry()) {
-    for (const UOpNode* n : t->uop.topo_nodes()) {
-      auto [r, added] = in_scope.try_emplace(UOp(n));
-      if (!added) continue;
-      bool hit = applied_map.contains(UOp(n));
-      for (uint32_t i = 0; !hit && i < n->nsrc; i++) hit = *in_scope.find(n->srcs()[i]);
-      *r = hit;
+  // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo). The walk
+  // ends at the first key it meets, so a tensor that is itself a key (one just realized) costs one lookup
+  static thread_local NodeMap<bool> reaches;  // reused (as is the stack): nothing below re-enters this
+  static thread_local std::vector<std::pair<const UOpNode*, uint32_t>> stack;
+  struct Clear { ~Clear() { reaches.clear(), stack.clear(); } } clear_after;
+  auto in_scope = [&](const UOpNode* root) {
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      bool hit = false;
+      if (bool* r = next == 0 ? reaches.find(UOp(n)) : nullptr) {
+        if (!*r) { stack.pop_back(); continue; }
+        hit = true;
+      } else if (next == 0 && applied_map.contains(UOp(n))) {
+        hit = true;
+      } else if (next < n->nsrc) {
+        stack.push_back({n->srcs()[next++].get(), 0});
+        continue;
+      }
+      if (hit) {  // everything on the stack reaches the key
+        for (auto& [m, _] : stack) reaches[UOp(m)] = true;
+        stack.clear();
+        return true;
+      }
+      reaches[UOp(n)] = false;
+      stack.pop_back();
     }
-    if (*in_scope.find(t->uop)) scope.push_back(t);
-  }
+    return false;
+  };
+  std::vector<TensorImpl*> scope;
+  for (TensorImpl* t : registry())
+    if (in_scope(t->uop.get())) scope.push_back(t);
   if (scope.empty()) return;
   std::vector<UOp> srcs;
   for (auto* t : scope) srcs.push_back(t->uop);
