@@ -149,7 +149,8 @@ CallInfo conv_call_info(const ConvArgs& a) {
   static std::mutex mu;
   static std::map<std::string, CallInfo> infos;
   std::lock_guard lock(mu);
-  auto it = infos.find(a.key());
+  std::string key = a.key();
+  auto it = infos.find(key);
   if (it != infos.end()) return it->second;
   auto grad_fxn = [a](const Tensor& grad, const std::vector<Tensor>& args) -> std::vector<std::optional<Tensor>> {
     const Tensor &x = args[0], &w = args[1];
@@ -163,7 +164,7 @@ CallInfo conv_call_info(const ConvArgs& a) {
     Tensor dw = conv_windows(x.detach(), w, a).gradient({w}, grad)[0];
     return {dx, dw};
   };
-  return infos.emplace(a.key(), call_info_with(grad_fxn, std::nullopt)).first->second;
+  return infos.emplace(key, call_info_with(grad_fxn, std::nullopt)).first->second;
 }
 }  // namespace
 
