@@ -230,7 +230,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   if (ast.op() != Ops::SINK || !kernel_info(ast)) throw Error("to_program needs a SINK with a KernelInfo arg, got " + std::string(op_name(ast.op())));
   const auto& k = ast.key();
   std::string key(k.begin(), k.end());
-  for (const char* v : {"NOOPT", "BEAM", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV"}) key += "|" + getenv_str(v, "");
+  for (const char* v : {"NOOPT", "BEAM", "SIMD", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV"}) key += "|" + getenv_str(v, "");
   key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&typeid(ren)));
   {
     std::lock_guard<std::mutex> l(mu);

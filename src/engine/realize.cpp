@@ -80,10 +80,10 @@ struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
-// per device and opts setting (BEAM, NOOPT), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
+// per device and opts setting (BEAM, NOOPT, SIMD), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
   static std::unordered_map<std::string, std::unordered_map<int64_t, std::unordered_map<UOp, Lowered>>> cache;
-  auto& per_dev = cache[device][getenv_int("BEAM", 0) * 2 + (getenv_int("NOOPT", 0) != 0)];
+  auto& per_dev = cache[device][getenv_int("BEAM", 0) * 4 + (getenv_int("NOOPT", 0) != 0) * 2 + simd_kernels()];
   auto [it, added] = per_dev.try_emplace(ast);
   engine_stats().program_lookups++;
   if (added) {

@@ -2,6 +2,7 @@
 #include <cstring>
 #include "renderer/cstyle.h"
 #include "uop/nodemap.h"
+#include "util/env.h"
 
 #include <algorithm>
 #include <cmath>
@@ -402,7 +403,8 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
-  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "];";
+  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && lin_max_numel(x) >= 8 && !reg_align.empty() && simd_kernels();
+  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
 }
 
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
@@ -581,6 +583,7 @@ ClangRenderer::ClangRenderer() {
   float4_fmt = "(float4)";
   float4_style = {"{", "}"};
   gep_arr_threshold = 0;
+  reg_align = " __attribute__((aligned(32)))";
   infinity = "__builtin_inff()";
   nan = "__builtin_nanf(\"\")";
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";

@@ -79,6 +79,8 @@ class CStyleLanguage {
   std::string float4_fmt = "";  // how a vector literal starts, with "float4" standing for the type; empty: none
   std::pair<std::string, std::string> float4_style{"(", ")"};
   int64_t gep_arr_threshold = 4;
+  // with simd_kernels(): a register array's alignment, so its slices load and store as vectors; empty: not folded
+  std::string reg_align;
   std::unordered_map<DTypeId, std::string> type_map;
   std::string infinity = "INFINITY", nan = "NAN";
   std::string abi;

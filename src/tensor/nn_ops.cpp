@@ -11,6 +11,7 @@
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
 #include "uop/movement.h"
+#include "util/env.h"
 
 namespace tg {
 
@@ -107,6 +108,43 @@ Tensor pool_checked(const char* op, const Tensor& x, const Shape& k_, const Shap
 // ***** 2. conv and pooling *****
 
 namespace {
+// conv_transpose2d as the stride-1 convolution it is: zeros between the input's pixels (stride), the weights' in and out
+// channels swapped and their window flipped, and the padding that gives the transposed output
+struct TransposedConv { Tensor x, w; Shape dilation, pads; };
+TransposedConv as_convolution(const Tensor& input, const Tensor& weight, int64_t groups, const IntList& stride, const IntList& dilation,
+                              const IntList& padding, const IntList& output_padding) {
+  if (input.ndim() < 3 || input.ndim() != weight.ndim())
+    throw Error("conv_transpose2d: input " + input.shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
+  if (groups <= 0 || weight.shape()[0] % groups != 0 || weight.shape()[0] != input.shape()[1])
+    throw Error("conv_transpose2d: input shape " + input.shape_str() + " does not match the shape of the weights " + weight.shape_str() +
+                " with groups=" + std::to_string(groups));
+  Shape HW(weight.shape().begin() + 2, weight.shape().end());
+  size_t n = HW.size();
+  std::vector<int64_t> flip_axes;
+  for (int64_t i = 3; i <= weight.ndim(); i++) flip_axes.push_back(i);
+  Tensor x = input, w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip(flip_axes);
+  Pairs pads = flat_to_grouped(resolve_pool_pads(padding, n, "conv_transpose2d"));
+  Shape s_ = make_tuple(stride, n), d_ = make_tuple(dilation, n), op_ = make_tuple(output_padding, n);
+  if (s_.size() != n || d_.size() != n || op_.size() != n)
+    throw Error("conv_transpose2d: stride/dilation/output_padding do not match the kernel " + list_str(HW));
+  for (size_t j = 0; j < n; j++)
+    if (s_[j] <= 0 || op_[j] < 0) throw Error("conv_transpose2d: stride " + list_str(s_) + " must be positive, output_padding " + list_str(op_) + " non-negative");
+  if (std::any_of(s_.begin(), s_.end(), [](int64_t s) { return s > 1; })) {
+    // zeros between the input pixels: (k) -> (k,1) -> pad to (k,s) -> (k*s) -> shrink to k*s-(s-1)
+    Shape sp(x.shape().begin() + 2, x.shape().end()), r1{x.shape()[0], x.shape()[1]}, r2 = r1, r3 = r1;
+    Pairs p1(2, {0, 0});
+    for (size_t j = 0; j < n; j++) r1.insert(r1.end(), {sp[j], 1}), p1.insert(p1.end(), {{0, 0}, {0, s_[j] - 1}});
+    x = x.reshape(r1).pad(p1);
+    for (size_t j = 0; j < n; j++) r2.push_back(sp[j] * s_[j]), r3.push_back(sp[j] * s_[j] - (s_[j] - 1));
+    x = x.reshape(r2).shrink_to(r3);
+  }
+  Shape cpad;
+  for (size_t j = n; j-- > 0;) cpad.insert(cpad.end(), {(HW[j] - 1) * d_[j] - pads[j].first, (HW[j] - 1) * d_[j] - pads[j].second + op_[j]});
+  return {x, w.flatten(0, 1), d_, cpad};
+}
+}  // namespace
+
+namespace {
 struct ConvArgs {
   int64_t groups;
   Shape padding, stride, dilation;  // padding per side, as resolve_pool_pads gives it
@@ -141,6 +179,17 @@ Tensor conv_windows(const Tensor& input, const Tensor& weight, const ConvArgs& a
   return (x * weight.reshape(ws)).sum(red, true, a.dtype).reshape(out);
 }
 
+// `x` with its `axis` stored last, as a view of the same shape: the convolutions' channels become the contiguous axis
+// that the CPU heuristic vectorizes (simd_upcast), for one small copy. SIMD=0 keeps tinygrad's graph.
+Tensor channel_last(const Tensor& x, int64_t axis) {
+  if (!simd_kernels() || axis == x.ndim() - 1) return x;
+  std::vector<int64_t> to, back(size_t(x.ndim()));
+  for (int64_t i = 0; i < x.ndim(); i++) if (i != axis) to.push_back(i);
+  to.push_back(axis);
+  for (size_t i = 0; i < to.size(); i++) back[size_t(to[i])] = int64_t(i);
+  return x.permute(to).contiguous().permute(back);
+}
+
 // The input's gradient as the window view's own would recompute each input pixel from the overlapping windows, with
 // index arithmetic in the inner loop (10-20 GFLOPS on the main job's convolutions); as a transposed convolution it is
 // a plain convolution kernel. The weights' gradient stays the window view's. One CallInfo per argument set keeps the
@@ -160,8 +209,11 @@ CallInfo conv_call_info(const ConvArgs& a) {
     for (size_t j = 0; j < n; j++)
       output_padding.push_back(x.shape()[2 + j] + pads[j].first + pads[j].second - a.dilation[j] * (w.shape()[2 + j] - 1) - 1 -
                                (grad.shape()[2 + j] - 1) * a.stride[j]);
-    Tensor dx = grad.conv_transpose2d(w, std::nullopt, a.groups, a.stride, a.dilation, a.padding, output_padding).cast(x.dtype());
-    Tensor dw = conv_windows(x.detach(), w, a).gradient({w}, grad)[0];
+    // the padded (and for strides, dilated) gradient is stored first: read in place, every load of the convolution's
+    // inner loop would test the window against the borders
+    TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
+    Tensor dx = pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0).cast(x.dtype());
+    Tensor dw = conv_windows(x.detach(), w, a).gradient({w}, channel_last(grad, 1))[0];
     return {dx, dw};
   };
   return infos.emplace(key, call_info_with(grad_fxn, std::nullopt)).first->second;
@@ -181,7 +233,7 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
   Tensor ret = !this->dtype().is_float() || !weight.dtype().is_float()
                    ? conv_windows(*this, weight, a)
-                   : wrap(make_function(uop_of(conv_windows(as_param(0), weight.as_param(1), a)), {uop_of(*this), uop_of(weight)}, conv_call_info(a))
+                   : wrap(make_function(uop_of(conv_windows(as_param(0), channel_last(weight.as_param(1), 0), a)), {uop_of(*this), uop_of(weight)}, conv_call_info(a))
                               .gettuple(0));
   if (!bias) return ret;
   Shape bs_{1, -1};
@@ -191,34 +243,8 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
 
 Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation,
                                 IntList padding, IntList output_padding) const {
-  if (ndim() < 3 || ndim() != weight.ndim())
-    throw Error("conv_transpose2d: input " + shape_str() + " and weight " + weight.shape_str() + " need the same number of dims (at least 3)");
-  if (groups <= 0 || weight.shape()[0] % groups != 0 || weight.shape()[0] != shape()[1])
-    throw Error("conv_transpose2d: input shape " + shape_str() + " does not match the shape of the weights " + weight.shape_str() +
-                " with groups=" + std::to_string(groups));
-  Shape HW(weight.shape().begin() + 2, weight.shape().end());
-  size_t n = HW.size();
-  std::vector<int64_t> flip_axes;
-  for (int64_t i = 3; i <= weight.ndim(); i++) flip_axes.push_back(i);
-  Tensor x = *this, w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip(flip_axes);
-  Pairs pads = flat_to_grouped(resolve_pool_pads(padding, n, "conv_transpose2d"));
-  Shape s_ = make_tuple(stride, n), d_ = make_tuple(dilation, n), op_ = make_tuple(output_padding, n);
-  if (s_.size() != n || d_.size() != n || op_.size() != n)
-    throw Error("conv_transpose2d: stride/dilation/output_padding do not match the kernel " + list_str(HW));
-  for (size_t j = 0; j < n; j++)
-    if (s_[j] <= 0 || op_[j] < 0) throw Error("conv_transpose2d: stride " + list_str(s_) + " must be positive, output_padding " + list_str(op_) + " non-negative");
-  if (std::any_of(s_.begin(), s_.end(), [](int64_t s) { return s > 1; })) {
-    // zeros between the input pixels: (k) -> (k,1) -> pad to (k,s) -> (k*s) -> shrink to k*s-(s-1)
-    Shape sp(x.shape().begin() + 2, x.shape().end()), r1{x.shape()[0], x.shape()[1]}, r2 = r1, r3 = r1;
-    Pairs p1(2, {0, 0});
-    for (size_t j = 0; j < n; j++) r1.insert(r1.end(), {sp[j], 1}), p1.insert(p1.end(), {{0, 0}, {0, s_[j] - 1}});
-    x = x.reshape(r1).pad(p1);
-    for (size_t j = 0; j < n; j++) r2.push_back(sp[j] * s_[j]), r3.push_back(sp[j] * s_[j] - (s_[j] - 1));
-    x = x.reshape(r2).shrink_to(r3);
-  }
-  Shape cpad;
-  for (size_t j = n; j-- > 0;) cpad.insert(cpad.end(), {(HW[j] - 1) * d_[j] - pads[j].first, (HW[j] - 1) * d_[j] - pads[j].second + op_[j]});
-  return x.conv2d(w.flatten(0, 1), bias, groups, 1, d_, cpad);
+  TransposedConv t = as_convolution(*this, weight, groups, stride, dilation, padding, output_padding);
+  return t.x.conv2d(t.w, bias, groups, 1, t.dilation, t.pads);
 }
 
 Tensor Tensor::avg_pool2d(IntList kernel_size, std::optional<IntList> stride, IntList dilation, IntList padding, bool ceil_mode,

@@ -11,5 +11,8 @@ int64_t getenv_int(const char* name, int64_t def);
 std::string getenv_str(const char* name, const std::string& def = "");
 // DEBUG level (0 when unset)
 inline int debug_level() { return int(getenv_int("DEBUG", 0)); }
+// SIMD (default 1): CPU kernels shaped for vector units where tinygrad.cpp departs from tinygrad (the heuristic's
+// simd_upcast, accumulators in vector registers, convolutions' channel-last copies). SIMD=0 gives tinygrad's kernels.
+inline bool simd_kernels() { return getenv_int("SIMD", 1) != 0; }
 
 }  // namespace tg

@@ -12,6 +12,7 @@
 #include "codegen_cases.h"
 #include "runtime/device.h"
 #include "uop/parse.h"
+#include "tg/context.h"
 
 using namespace tg;
 
@@ -38,6 +39,7 @@ std::string field(const std::string& info, const std::string& key) {
 }  // namespace
 
 TEST(Pipeline, MatchesTinygradSource) {
+  Context tinygrad_kernels({{"SIMD", 0}});  // our CPU SIMD shaping departs from tinygrad on purpose
   ClangRenderer ren;
   auto cases = codegen_cases::load();
   size_t total = 0, match = 0;

@@ -256,6 +256,61 @@ UOp Scheduler::get_optimized_ast(std::optional<std::string> name_override) {
 
 // ***** heuristic.py (the parts a renderer without locals or tensor cores uses) *****
 
+namespace {
+// the constant stride of `rng` in an index: 0 when the index does not depend on it, nullopt when not a plain multiple
+std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
+  if (!idx.in_backward_slice_with_self(rng)) return 0;
+  int64_t s = 0;
+  for (auto& c : idx.split_uop(ADD)) {
+    if (c == rng) s += 1;
+    else if (c.op() == MUL && c.src(0) == rng && c.src(1).op() == CONST) s += c.src(1).val().as_int();
+    else if (c.in_backward_slice_with_self(rng)) return std::nullopt;
+  }
+  return s;
+}
+
+// CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
+// N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
+// the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
+// which clang's SLP vectorizer makes of the scalar code once the accumulators load and store as vectors
+// (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions.
+bool simd_upcast(Scheduler& k, int64_t lanes, int64_t max_rows) {
+  std::vector<UOp> stored, loads;  // indices of the inputs
+  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
+  for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  auto ups = k.upcastable_dims();
+  for (auto a : ups) {
+    if (fs[a] % lanes != 0) continue;
+    for (auto& vb : loads) {
+      UOp vidx = vb.src(1).get_idx();
+      if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
+      // the rows: an axis the broadcast operand moves along with the smallest stride (neighbouring rows share cache
+      // lines), as many as divide it; not stride 1, where clang's SLP vectorizer would pair the rows' loads instead
+      int64_t row = -1, rows = 1, row_stride = 0;
+      for (auto& bb : loads) {
+        UOp bidx = bb.src(1).get_idx();
+        if (stride_in(bidx, rs[a]) != 0) continue;
+        for (auto b : ups) {
+          std::optional<int64_t> st = stride_in(bidx, rs[b]);
+          if (b == a || stride_in(vidx, rs[b]) != 0 || !st || *st <= 1 || (row >= 0 && *st >= row_stride)) continue;
+          for (int64_t amt = std::min(max_rows, fs[b]); amt > 1; amt--)
+            if (fs[b] % amt == 0) { row = b, rows = amt, row_stride = *st; break; }
+        }
+      }
+      if (row < 0) continue;
+      UOp row_rng = rs[row];
+      k.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
+      auto rs2 = k.rngs();
+      k.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(rs2.begin(), rs2.end(), row_rng) - rs2.begin()), Arg(rows)});
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
   // upcast small masked axes (from Tensor.stack, pads)
@@ -272,6 +327,8 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
     }
   }
   for (auto it = to_upcast.rbegin(); it != to_upcast.rend(); ++it) k.apply_opt(Opt{OptOps::UPCAST, *it, Arg(int64_t(0))});
+
+  bool simd = !k.ren.has_local && simd_kernels() && !k.reduceops().empty() && !k.upcasted() && simd_upcast(k, 8, 16);
 
   // more upcasts of non reduce axes
   std::set<int64_t> upcasted_axis;
@@ -316,7 +373,7 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   // unroll a small last reduce dim
   try {
     auto ud = k.unrollable_dims();
-    if (!ud.empty() && (k.upcast_size() <= 4 || k.axes_of({AxisType::UNROLL}).empty()) && k.upcast_size() < 64) {
+    if (!simd && !ud.empty() && (k.upcast_size() <= 4 || k.axes_of({AxisType::UNROLL}).empty()) && k.upcast_size() < 64) {
       int64_t s = k.full_shape()[ud.back()];
       if (s <= 32) {
         k.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(int64_t(0))});
@@ -332,21 +389,25 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   if (!k.upcasted() && !k.upcastable_dims().empty() && k.full_shape()[k.upcastable_dims().back()] % 4 == 0)
     k.apply_opt(Opt{OptOps::UPCAST, k.upcastable_dims().back(), Arg(int64_t(4))});
 
-  // threading
-  if (k.ren.has_threads) {
-    for (int64_t threads : {32, 16, 12, 8, 6, 5, 4, 3, 2}) {
-      if (threads > k.ren.global_max0 || prod(k.full_shape()) / (128 << 10) < threads) continue;
-      auto fs = k.full_shape();
-      for (auto axis : k.axes_of({AxisType::WEAK})) {
-        if (fs[axis] % threads == 0) {
-          try { k.apply_opt(Opt{OptOps::THREAD, axis, Arg(threads)}); } catch (const KernelOptError&) {}
-          break;
-        }
-      }
-      if (!k.applied_opts.empty() && k.applied_opts.back().op == OptOps::THREAD) break;
-    }
-  }
+  apply_threads(k);
   return k;
+}
+
+// about 128K ops per thread, on the first output axis the thread count divides
+void apply_threads(Scheduler& k) {
+  if (!k.ren.has_threads) return;
+  for (auto& o : k.applied_opts) if (o.op == OptOps::THREAD) return;
+  for (int64_t threads : {32, 16, 12, 8, 6, 5, 4, 3, 2}) {
+    if (threads > k.ren.global_max0 || prod(k.full_shape()) / (128 << 10) < threads) continue;
+    auto fs = k.full_shape();
+    for (auto axis : k.axes_of({AxisType::WEAK})) {
+      if (fs[axis] % threads == 0) {
+        try { k.apply_opt(Opt{OptOps::THREAD, axis, Arg(threads)}); } catch (const KernelOptError&) {}
+        break;
+      }
+    }
+    if (!k.applied_opts.empty() && k.applied_opts.back().op == OptOps::THREAD) break;
+  }
 }
 
 UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
@@ -357,6 +418,7 @@ UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
     for (auto& o : *ki->opts_to_apply) k.apply_opt(o);
   } else if (int64_t beam = getenv_int("BEAM", 0); beam >= 1) {
     k = beam_search(k, ren, int(beam));
+    apply_threads(k);  // timed on a busy machine, the search can miss that a big kernel wants every core
   } else if (!getenv_int("NOOPT", 0) && (!ki || ki->applied_opts.empty())) {
     bool staged = false;
     for (auto& u : ast.toposort()) staged |= u.op() == STAGE;

@@ -55,6 +55,7 @@ class Scheduler {
 };
 
 Scheduler hand_coded_optimizations(const Scheduler& k);
+void apply_threads(Scheduler& k);  // the heuristic's last step: THREAD on a big kernel that has none
 // the pass: opts_to_apply, else (unless NOOPT or opts were applied) the hand-coded heuristics; names the kernel
 UOp apply_opts(const UOp& ast, const CStyleLanguage& ren);
 

@@ -1,0 +1,99 @@
+// The CPU kernels' SIMD shaping (SIMD=1, where tinygrad.cpp departs from tinygrad): the heuristic's register tile
+// (simd_upcast: 8 lanes on the axis one input reads contiguously, rows on an axis only the other input moves along),
+// accumulators folded into vector loads and stores, and the results of such kernels against plain loops.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "codegen/opt/postrange.h"
+#include "codegen/pipeline.h"
+#include "tensor/tensor_impl.h"
+#include "tg/context.h"
+
+using namespace tg;
+
+namespace {
+
+UOp only_kernel(const Tensor& t) {
+  UOp linear = schedule_linear({t});
+  for (auto& c : linear.src())
+    if (c.src(0).op() == Ops::SINK) return c.src(0);
+  throw Error("no kernel");
+}
+
+std::vector<float> randv(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+}  // namespace
+
+TEST(Simd, MatmulGetsARegisterTile) {
+  // (64 x 32) @ (32 x 48): B is contiguous along n and A broadcast along it; A moves along m with stride 32
+  UOp ast = only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48})));
+  Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
+  ASSERT_GE(k.applied_opts.size(), 2u);
+  EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
+  EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
+  for (auto& o : k.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
+  std::string src = to_program(k.get_optimized_ast("test"), ClangRenderer())->kernel.src;
+  EXPECT_NE(src.find("__attribute__((aligned(32)))"), std::string::npos) << src;
+  EXPECT_NE(src.find("*((float8*)((buf0+"), std::string::npos) << src;
+
+  Context tinygrad_kernels({{"SIMD", 0}});
+  Scheduler t = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
+  ASSERT_FALSE(t.applied_opts.empty());
+  EXPECT_NE(t.applied_opts[0], k.applied_opts[0]);
+  std::string tsrc = to_program(t.get_optimized_ast("test"), ClangRenderer())->kernel.src;
+  EXPECT_EQ(tsrc.find("float8"), std::string::npos) << tsrc;
+}
+
+TEST(Simd, NoTileWithoutAContiguousAndABroadcastInput) {
+  // a sum over rows: one input, nothing broadcast; an int matmul: no float lanes
+  Scheduler s(only_kernel(Tensor::empty({64, 48}).sum(0)), caps_of(ClangRenderer()));
+  for (auto& o : hand_coded_optimizations(s).applied_opts) EXPECT_FALSE(o.op == OptOps::UPCAST && o.arg == Arg(int64_t(8)));
+  Scheduler i(only_kernel(Tensor::empty({64, 32}, dtypes::int32).matmul(Tensor::empty({32, 48}, dtypes::int32))), caps_of(ClangRenderer()));
+  auto opts = hand_coded_optimizations(i).applied_opts;
+  ASSERT_FALSE(opts.empty());
+  EXPECT_FALSE(opts[0] == (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
+}
+
+TEST(Simd, TiledKernelsMatchPlainLoops) {
+  // matmul (with a row count that leaves a remainder of the 16-row tile), and a convolution's forward and gradients
+  // through its channel-last copies, against plain loops
+  for (auto [m, kk, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 32, 48}, {24, 17, 40}}) {
+    auto av = randv(size_t(m * kk), 1), bv = randv(size_t(kk * n), 2);
+    auto got = Tensor::from_vector(av, {m, kk}).matmul(Tensor::from_vector(bv, {kk, n})).to_vector<float>();
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double ref = 0;
+        for (int64_t l = 0; l < kk; l++) ref += double(av[size_t(i * kk + l)]) * bv[size_t(l * n + j)];
+        ASSERT_NEAR(got[size_t(i * n + j)], ref, 1e-4) << m << "x" << kk << "x" << n << " at " << i << "," << j;
+      }
+  }
+  const int64_t B = 2, CI = 3, CO = 16, H = 7, K = 3, O = H - K + 1;
+  auto xv = randv(size_t(B * CI * H * H), 3), wv = randv(size_t(CO * CI * K * K), 4), gv = randv(size_t(B * CO * O * O), 5);
+  Tensor x = Tensor::from_vector(xv, {B, CI, H, H}), w = Tensor::from_vector(wv, {CO, CI, K, K});
+  Tensor y = x.conv2d(w);
+  auto grads = (y * Tensor::from_vector(gv, {B, CO, O, O})).sum().gradient({x, w});
+  auto yv = y.to_vector<float>(), dx = grads[0].to_vector<float>(), dw = grads[1].to_vector<float>();
+  std::vector<double> rx(xv.size()), rw(wv.size());
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t co = 0; co < CO; co++)
+      for (int64_t oy = 0; oy < O; oy++)
+        for (int64_t ox = 0; ox < O; ox++) {
+          double acc = 0, g = gv[size_t(((b * CO + co) * O + oy) * O + ox)];
+          for (int64_t ci = 0; ci < CI; ci++)
+            for (int64_t ky = 0; ky < K; ky++)
+              for (int64_t kx = 0; kx < K; kx++) {
+                size_t xi = size_t(((b * CI + ci) * H + oy + ky) * H + ox + kx), wi = size_t(((co * CI + ci) * K + ky) * K + kx);
+                acc += double(xv[xi]) * wv[wi], rx[xi] += g * wv[wi], rw[wi] += g * xv[xi];
+              }
+          ASSERT_NEAR(yv[size_t(((b * CO + co) * O + oy) * O + ox)], acc, 1e-4);
+        }
+  for (size_t i = 0; i < rx.size(); i++) ASSERT_NEAR(dx[i], rx[i], 1e-4) << "dx " << i;
+  for (size_t i = 0; i < rw.size(); i++) ASSERT_NEAR(dw[i], rw[i], 1e-4) << "dw " << i;
+}
