@@ -124,14 +124,18 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   splitted_shape.push_back(divisor);
   splitted_shape.push_back(xs[dim] / divisor);
   splitted_shape.insert(splitted_shape.end(), xs.begin() + dim + 1, xs.end());
-  std::vector<int64_t> perm;
+  // tinygrad stores the partial results with the split axis last. SIMD kernels put it first: it is then the first
+  // kernel's outer loop, and each part's slice of the input stays in cache across all the outputs it feeds
+  bool split_first = simd_kernels();
+  std::vector<int64_t> perm, first_axes;
+  if (split_first) perm.push_back(dim);
   for (int64_t d = 0; d < int64_t(splitted_shape.size()); d++) if (d != dim) perm.push_back(d);
-  perm.push_back(dim);
+  if (!split_first) perm.push_back(dim);
   UOp splitted = x.reshape(splitted_shape).permute(perm);
-  std::vector<int64_t> first_axes;
-  for (int64_t i = 0; i < naxes; i++) first_axes.push_back(i);
+  for (int64_t i = 0; i < naxes; i++) first_axes.push_back(i + split_first);
   Ops rop = Ops(reduce.arg().ints()[0]);
-  return splitted.rop(rop, first_axes).contiguous().rop(rop, {int64_t(reduce.shape().size())}).reshape(reduce.shape());
+  int64_t split_axis = split_first ? 0 : int64_t(reduce.shape().size());
+  return splitted.rop(rop, first_axes).contiguous().rop(rop, {split_axis}).reshape(reduce.shape());
 }
 
 UOp resolve_function(const UOp& c) {

@@ -286,24 +286,29 @@ bool simd_upcast(Scheduler& k, int64_t lanes, int64_t max_rows) {
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
       if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
-      // the rows: an axis the broadcast operand moves along with the smallest stride (neighbouring rows share cache
-      // lines), as many as divide it; not stride 1, where clang's SLP vectorizer would pair the rows' loads instead
-      int64_t row = -1, rows = 1, row_stride = 0;
+      // the rows: axes the broadcast operand moves along, smallest stride first (neighbouring rows share cache lines),
+      // until 8 rows keep both FMA units busy; not stride 1, where clang's SLP vectorizer would pair the rows' loads
+      std::vector<std::pair<int64_t, int64_t>> cands;  // (stride, axis)
       for (auto& bb : loads) {
         UOp bidx = bb.src(1).get_idx();
         if (stride_in(bidx, rs[a]) != 0) continue;
-        for (auto b : ups) {
-          std::optional<int64_t> st = stride_in(bidx, rs[b]);
-          if (b == a || stride_in(vidx, rs[b]) != 0 || !st || *st <= 1 || (row >= 0 && *st >= row_stride)) continue;
-          for (int64_t amt = std::min(max_rows, fs[b]); amt > 1; amt--)
-            if (fs[b] % amt == 0) { row = b, rows = amt, row_stride = *st; break; }
-        }
+        for (auto b : ups)
+          if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0) cands.push_back({*st, b});
       }
-      if (row < 0) continue;
-      UOp row_rng = rs[row];
+      std::sort(cands.begin(), cands.end());
+      std::vector<std::pair<UOp, int64_t>> picks;
+      int64_t rows = 1;
+      for (auto [st, b] : cands) {
+        if (rows >= 8 || std::any_of(picks.begin(), picks.end(), [&](auto& p) { return p.first == rs[b]; })) continue;
+        for (int64_t amt = std::min(max_rows / rows, fs[b]); amt > 1; amt--)
+          if (fs[b] % amt == 0) { picks.push_back({rs[b], amt}), rows *= amt; break; }
+      }
+      if (picks.empty()) continue;
       k.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
-      auto rs2 = k.rngs();
-      k.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(rs2.begin(), rs2.end(), row_rng) - rs2.begin()), Arg(rows)});
+      for (auto& [rng, amt] : picks) {
+        auto now = k.rngs();
+        k.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rng) - now.begin()), Arg(amt)});
+      }
       return true;
     }
   }
