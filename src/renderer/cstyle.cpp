@@ -408,7 +408,7 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
-  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && lin_max_numel(x) >= 8 && !reg_align.empty() && simd_kernels();
+  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && !reg_align.empty() && simd_kernels();
   return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
 }
 
