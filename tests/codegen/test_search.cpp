@@ -82,3 +82,18 @@ TEST(Search, BeamSearchKeepsResultsAndIsCached) {
       EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
     }
 }
+
+TEST(Search, BigKernelsGetThreadsAfterTheSearch) {
+  // a search timed on a busy machine can leave a big kernel on one core: apply_opts adds the heuristic's THREAD then
+  Threads threads;
+  Scheduler big(matmul_ast(256, 256, 64), caps_of(ClangRenderer()));
+  big.apply_opt(Opt{OptOps::UPCAST, 1, Arg(int64_t(4))});
+  apply_threads(big);
+  ASSERT_EQ(big.applied_opts.size(), 2u);
+  EXPECT_EQ(big.applied_opts[1], (Opt{OptOps::THREAD, 0, Arg(int64_t(4))}));
+  apply_threads(big);
+  EXPECT_EQ(big.applied_opts.size(), 2u) << "already threaded";
+  Scheduler small(matmul_ast(8, 8, 8), caps_of(ClangRenderer()));
+  apply_threads(small);
+  EXPECT_TRUE(small.applied_opts.empty()) << "under 128K ops per thread";
+}
