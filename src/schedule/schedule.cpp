@@ -57,7 +57,7 @@ UOp make_call(const UOp& body, std::span<const UOp> args) {
 
 ScheduleKey ScheduleKey::of(const UOp& graph) {
   return {graph, {getenv_int("MAX_KERNEL_BUFFERS", 0), getenv_int("SPLIT_REDUCEOP", 1), getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768),
-                  getenv_int("REDUCEOP_SPLIT_SIZE", 22), getenv_int("NO_MEMORY_PLANNER", 0)}};
+                  getenv_int("REDUCEOP_SPLIT_SIZE", 22), getenv_int("NO_MEMORY_PLANNER", 0), simd_kernels()}};
 }
 size_t ScheduleKeyHash::operator()(const ScheduleKey& k) const {
   size_t h = k.graph.hash();

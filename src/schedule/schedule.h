@@ -19,11 +19,11 @@ namespace tg {
 using VarVals = std::map<std::string, int64_t>;
 
 // what the schedule caches key on: a graph and the settings the scheduler reads (MAX_KERNEL_BUFFERS, SPLIT_REDUCEOP,
-// REDUCEOP_SPLIT_THRESHOLD, REDUCEOP_SPLIT_SIZE, NO_MEMORY_PLANNER), so a graph scheduled under other values is
+// REDUCEOP_SPLIT_THRESHOLD, REDUCEOP_SPLIT_SIZE, NO_MEMORY_PLANNER, SIMD), so a graph scheduled under other values is
 // scheduled again
 struct ScheduleKey {
   UOp graph;
-  std::array<int64_t, 5> knobs;
+  std::array<int64_t, 6> knobs;
   static ScheduleKey of(const UOp& graph);
   bool operator==(const ScheduleKey&) const = default;
 };
