@@ -763,6 +763,7 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
     std::vector<int64_t> lengths;
     DType dt = k.buf.dtype();
     if (k.buf.addrspace() == AddrSpace::REG) lengths = {8, 4};  // the renderer aligns float register arrays of 4 and more
+    else if (fold_regs && dt == dtypes::float32) lengths = {8, 4, 2};  // lanes as wide as the accumulators'
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
     lengths.push_back(1);
     std::vector<std::vector<int64_t>> grouped;

@@ -304,12 +304,16 @@ bool simd_upcast(Scheduler& k, int64_t lanes, int64_t max_rows) {
           if (fs[b] % amt == 0) { picks.push_back({rs[b], amt}), rows *= amt; break; }
       }
       if (picks.empty()) continue;
-      k.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
-      for (auto& [rng, amt] : picks) {
-        auto now = k.rngs();
-        k.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rng) - now.begin()), Arg(amt)});
-      }
-      return true;
+      try {
+        Scheduler t = k;
+        t.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
+        for (auto& [rng, amt] : picks) {
+          auto now = t.rngs();
+          t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rng) - now.begin()), Arg(amt)});
+        }
+        k = t;
+        return true;
+      } catch (const KernelOptError&) {}  // a tile over the opts' limits: the heuristic's upcasts instead
     }
   }
   return false;
