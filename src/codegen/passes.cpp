@@ -408,11 +408,16 @@ const PatternMatcher& pm_remove_invalid() {
 
 // ***** 3. expander and reduce removal *****
 
-std::unordered_map<int64_t, int64_t> build_range_map(const UOp& sink) {
+std::unordered_map<int64_t, int64_t> build_range_map(const UOp& sink, bool last_opt_outermost) {
   std::unordered_map<int64_t, int64_t> ctx;
+  std::vector<int64_t> ids;
   for (auto& x : sink.toposort())
-    if (x.op() == RANGE && (axis_type(x) == AxisType::UNROLL || axis_type(x) == AxisType::UPCAST))
-      ctx.emplace(x.arg().ints()[0], int64_t(ctx.size()));
+    if (x.op() == RANGE && (axis_type(x) == AxisType::UNROLL || axis_type(x) == AxisType::UPCAST) && !has(ids, x.arg().ints()[0]))
+      ids.push_back(x.arg().ints()[0]);
+  // tinygrad orders the expanded axes as the graph meets them; ours can put the first opt's axis innermost, so a SIMD
+  // tile's lanes are consecutive in its accumulators whatever the graph's shape
+  if (last_opt_outermost) std::sort(ids.rbegin(), ids.rend());
+  for (auto id : ids) ctx.emplace(id, int64_t(ctx.size()));
   return ctx;
 }
 

@@ -26,7 +26,7 @@ const PatternMatcher& pm_clean_up_group_sink();
 const PatternMatcher& pm_remove_invalid();
 
 // ** codegen/__init__.py **
-std::unordered_map<int64_t, int64_t> build_range_map(const UOp& sink);  // UPCAST/UNROLL axis id -> position
+std::unordered_map<int64_t, int64_t> build_range_map(const UOp& sink, bool last_opt_outermost = false);  // UPCAST/UNROLL axis id -> position
 const PatternMatcher& expander2();          // ctx: the range map
 struct ReduceContext { int64_t acc_num = 0; };
 const PatternMatcher& pm_reduce_local();    // ctx: ReduceContext

@@ -306,11 +306,13 @@ bool simd_upcast(Scheduler& k, int64_t lanes, int64_t max_rows) {
       if (picks.empty()) continue;
       try {
         Scheduler t = k;
-        t.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
-        for (auto& [rng, amt] : picks) {
+        UOp lane_rng = rs[a];
+        auto upcast = [&](const UOp& rng, int64_t amt) {
           auto now = t.rngs();
           t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rng) - now.begin()), Arg(amt)});
-        }
+        };
+        upcast(lane_rng, lanes);  // first: the expander puts the first opt's axis innermost (build_range_map)
+        for (auto& [rng, amt] : picks) upcast(rng, amt);
         k = t;
         return true;
       } catch (const KernelOptError&) {}  // a tile over the opts' limits: the heuristic's upcasts instead
