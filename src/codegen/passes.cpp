@@ -739,7 +739,7 @@ const PatternMatcher& indexing_simplify() {
 UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
   // float accumulators fold too where the renderer aligns register arrays: the slices of a SIMD upcast become vector
   // loads and stores, which pin clang's SLP vectorizer to those lanes (left to itself it may pick others, 5x slower)
-  bool fold_regs = !ren.reg_align.empty() && simd_kernels();
+  bool fold_regs = ren.simd_vectors();
   struct Key { Ops op; UOp buf; UOp root; int kind; UOp valid; };  // kind: 0 a node, 1 INVALID, 2 CONST
   std::vector<std::pair<Key, std::map<int64_t, std::vector<UOp>>>> memory;
   for (auto& u : sink.toposort()) {

@@ -113,7 +113,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
 
   // ** expander **
   sink = rewrite("postopt_sym", sink, postopt_sym);
-  auto range_map = build_range_map(sink, !ren.reg_align.empty() && simd_kernels());
+  auto range_map = build_range_map(sink, ren.simd_vectors());
   sink = rewrite("expander2", sink, expander2(), &range_map);
   ReduceContext rc;
   sink = rewrite("remove_reduces", sink, remove_reduces, &rc);

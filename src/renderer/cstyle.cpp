@@ -390,6 +390,8 @@ std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) co
   return "*" + ctx[u];
 }
 
+bool CStyleLanguage::simd_vectors() const { return !reg_align.empty() && simd_kernels(); }
+
 std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
   if (lin_addrspace(buf) == AddrSpace::ALU) {  // a lane of a vector value
     if (!(idx.op() == CAST && idx.src(0).op() == CONST)) return "(" + ctx[buf] + ")[" + ctx[idx] + "]";
@@ -401,14 +403,14 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
   // Ours drops them for a constant offset (SIMD kernels): the offset then folds into the load's address instead of an
   // int add and sign extension per load, 15% of a convolution's inner loop.
   auto is_const = [](const UOp& c) { return c.op() == CONST || (c.op() == CAST && c.src(0).op() == CONST); };
-  if (idx.op() == ADD && is_const(idx.src(1)) && !reg_align.empty() && simd_kernels())
+  if (idx.op() == ADD && is_const(idx.src(1)) && simd_vectors())
     return "(" + ctx[buf] + "+" + ctx[idx.src(0)] + "+" + ctx[idx.src(1)] + ")";
   return "(" + ctx[buf] + "+" + ctx[idx] + ")";
 }
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
-  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && !reg_align.empty() && simd_kernels();
+  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && simd_vectors();
   return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
 }
 

@@ -79,8 +79,10 @@ class CStyleLanguage {
   std::string float4_fmt = "";  // how a vector literal starts, with "float4" standing for the type; empty: none
   std::pair<std::string, std::string> float4_style{"(", ")"};
   int64_t gep_arr_threshold = 4;
-  // with simd_kernels(): a register array's alignment, so its slices load and store as vectors; empty: not folded
+  // a register array's alignment, so its slices load and store as vectors (clang's); empty: the C has no SIMD shaping
   std::string reg_align;
+  // kernels shaped for vector units (SIMD=1, and a renderer that can): folded accumulators, 8-wide float accesses
+  bool simd_vectors() const;
   std::unordered_map<DTypeId, std::string> type_map;
   std::string infinity = "INFINITY", nan = "NAN";
   std::string abi;
