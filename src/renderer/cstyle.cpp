@@ -13,10 +13,6 @@ namespace tg {
 // ***** 1. properties of linearized nodes *****
 
 namespace {
-using AddrMemo = NodeMap<std::optional<AddrSpace>>;
-// set while a kernel renders (the list keeps its nodes alive): address spaces are computed once per node
-thread_local AddrMemo* g_amemo = nullptr;
-
 int64_t dim_of(const UOp& x) {
   if (x.op() == Ops::CONST && x.val().is_int()) return x.val().i;
   if (x.op() == Ops::CAST && x.src(0).op() == Ops::CONST && x.src(0).val().is_int()) return x.src(0).val().i;
@@ -105,17 +101,6 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
 }
 }  // namespace
 
-namespace {
-struct MemoScope {
-  AddrMemo addrs;
-  AddrMemo* prev_a;
-  MemoScope() : prev_a(g_amemo) { g_amemo = &addrs; }
-  ~MemoScope() { g_amemo = prev_a; }
-  MemoScope(const MemoScope&) = delete;
-  MemoScope& operator=(const MemoScope&) = delete;
-};
-}  // namespace
-
 const std::optional<Shape>& lin_max_shape(const UOp& u) {
   const UOpNode* n = u.get();
   if (!n->cache) n->cache = std::make_unique<UOpNode::Cache>();
@@ -128,40 +113,6 @@ int64_t lin_max_numel(const UOp& u) {
   if (s) for (auto x : *s) n *= x;
   return n;
 }
-namespace {
-std::optional<AddrSpace> addrspace_impl(const UOp& u);
-}
-std::optional<AddrSpace> lin_addrspace(const UOp& u) {
-  if (!g_amemo) return addrspace_impl(u);
-  if (auto* a = g_amemo->find(u)) return *a;
-  auto a = addrspace_impl(u);
-  (*g_amemo)[u] = a;
-  return a;
-}
-namespace {
-std::optional<AddrSpace> addrspace_impl(const UOp& u) {
-  using enum Ops;
-  switch (u.op()) {
-    case PARAM: case BUFFER: return u.arg().is<std::shared_ptr<const ParamArg>>() ? u.arg().param().addrspace : std::nullopt;
-    case SPECIAL: case RANGE: case LOAD: return AddrSpace::ALU;
-    case INDEX: case CAST: case AFTER: case REDUCE: case STORE: case MSTACK: case MSELECT: case END: case UNSHARD:
-      return lin_addrspace(u.src(0));
-    default: break;
-  }
-  if (GroupOp::Movement.has(u.op())) return lin_addrspace(u.src(0));
-  if (u.op() == STACK || u.op() == WMMA || u.op() == GROUP || GroupOp::Elementwise.has(u.op())) {
-    std::optional<AddrSpace> out;
-    for (auto& s : u.src()) {
-      auto a = lin_addrspace(s);
-      if (!a) continue;
-      if (out && *out != *a) return std::nullopt;
-      out = a;
-    }
-    return out;
-  }
-  return std::nullopt;
-}
-}  // namespace
 
 // ***** 2. the string rules *****
 
@@ -266,14 +217,14 @@ PatternMatcher base_rewrite() {
       // casting
       UPat(CAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
-        if (lin_max_numel(x) > 1 && lin_addrspace(x) == AddrSpace::REG)
+        if (lin_max_numel(x) > 1 && x.addrspace() == AddrSpace::REG)
           return emit(m, "__builtin_convertvector(" + cx(m)[x.src(0)] + ", " + rn(m).render_type(x) + ")");
         return {};
       },
       UPat(CAST, {}, {}, {}, "x", true) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m.root(), cx(m)[m.root().src(0)]) + ")"); },
       UPat(BITCAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
-        auto as = lin_addrspace(x);
+        auto as = x.addrspace();
         if (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)
           return emit(m, "((" + rn(m).render_dtype(x.dtype(), 1, *as) + ")(" + cx(m)[x.src(0)] + "))");
         return emit(m, "__builtin_bit_cast(" + rn(m).render_type(x) + ", (" + rn(m).render_type(x.src(0)) + ")(" + cx(m)[x.src(0)] + "))");
@@ -379,18 +330,18 @@ std::string CStyleLanguage::render_dtype(DType dt, int64_t sz, AddrSpace addrspa
 }
 
 std::string CStyleLanguage::render_type(const UOp& u) const {
-  return render_dtype(u.dtype(), lin_max_numel(u), lin_addrspace(u).value_or(AddrSpace::ALU));
+  return render_dtype(u.dtype(), lin_max_numel(u), u.addrspace().value_or(AddrSpace::ALU));
 }
 
 std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) const {
   int64_t n = lin_max_numel(u);
   if (n > 1 || u.dtype() != u.src(0).dtype())
-    return "*((" + render_dtype(u.dtype(), n, lin_addrspace(u).value_or(AddrSpace::ALU), true) + ")(" + ctx[u] + "))";
+    return "*((" + render_dtype(u.dtype(), n, u.addrspace().value_or(AddrSpace::ALU), true) + ")(" + ctx[u] + "))";
   return "*" + ctx[u];
 }
 
 std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
-  if (lin_addrspace(buf) == AddrSpace::ALU) {  // a lane of a vector value
+  if (buf.addrspace() == AddrSpace::ALU) {  // a lane of a vector value
     if (!(idx.op() == CAST && idx.src(0).op() == CONST)) return "(" + ctx[buf] + ")[" + ctx[idx] + "]";
     int64_t lane = idx.src(0).val().i;
     if (lin_max_numel(buf) > gep_arr_threshold) return ctx[buf] + "[" + std::to_string(lane) + "]";
@@ -401,13 +352,12 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 }
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
-  std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
+  std::string prefix = x.addrspace() == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
   return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "];";
 }
 
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
-  std::vector<UOp> temps;  // declared before the memos, so it outlives them
-  MemoScope scope;
+  std::vector<UOp> temps;  // the CAST spellings of CONSTs, alive until the end
 
   std::unordered_map<UOp, std::string> r;
   RenderCtx ctx{this, &r, {}};
@@ -441,7 +391,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
       // concrete dtype (not in that form) is spelled as that cast would be, a weak one stays unnamed
       if (!u.dtype().is_weak() && !u.val().is_invalid()) {
         UOp as_cast = UOp::make(CAST, u.dtype(), {UOp::const_(u.val())}, Arg(u.dtype()));
-        temps.push_back(as_cast);  // alive until the end: the memos are keyed by node address
+        temps.push_back(as_cast);
         ctx.out.clear();
         if (string_rewrite.rewrite(as_cast, &ctx)) r[u] = std::move(ctx.out);
       }
@@ -493,10 +443,10 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     std::string l = std::move(ctx.out);
 
     if (op == ENDIF || op == END) depth--;
-    auto as = lin_addrspace(u);
+    auto as = u.addrspace();
     bool inline_it = (op != CAST || lin_max_numel(u) == 1) &&
                      ((op == CAST && u.src(0).op() == CONST) || op == INDEX || op == SHRINK || op == CUSTOMI ||
-                      (op == LOAD && lin_addrspace(u.src(0)) == AddrSpace::REG && child_count[u] == 1) ||
+                      (op == LOAD && u.src(0).addrspace() == AddrSpace::REG && child_count[u] == 1) ||
                       ((op == CAST || op == BITCAST) && (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)) ||
                       ((op == STACK || (GroupOp::ALU.has(op) && op != WHERE) || op == CAST || op == BITCAST) && child_count[u] == 1));
     if (inline_it) {
@@ -609,7 +559,7 @@ std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& u
   std::vector<std::pair<DType, int64_t>> seen;
   std::vector<std::string> out;
   for (auto& u : uops) {
-    auto as = lin_addrspace(u);
+    auto as = u.addrspace();
     if (as && *as != AddrSpace::ALU) continue;
     if (u.dtype() == dtypes::void_ || !lin_max_shape(u)) continue;
     std::pair<DType, int64_t> k{u.dtype(), lin_max_numel(u)};
@@ -621,11 +571,7 @@ std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& u
 }
 
 std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops) const {
-  std::vector<std::string> defs;
-  {
-    MemoScope scope;
-    defs = render_defines(uops);
-  }
+  std::vector<std::string> defs = render_defines(uops);
   std::string d;
   for (size_t i = 0; i < defs.size(); i++) d += (i ? "\n" : "") + defs[i];
   // tinygrad's clang entry hook (_render_entry) is empty; render_kernel adds one when a runtime asks for it

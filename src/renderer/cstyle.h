@@ -131,6 +131,5 @@ std::string render_entry(const std::string& kernel, const std::vector<KernelPara
 //    casted consts and symbolic SHRINK offsets of lowered programs, and size symbolic dims by their max) **
 const std::optional<Shape>& lin_max_shape(const UOp& u);  // cached on the node
 int64_t lin_max_numel(const UOp& u);  // 1 for a node without shape
-std::optional<AddrSpace> lin_addrspace(const UOp& u);
 
 }  // namespace tg
