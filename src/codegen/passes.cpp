@@ -42,7 +42,7 @@ UOp rebuild(const UOp& b, const std::vector<UOp>& src) {
   return UOp::make(b.op(), dt.value_or(b.dtype()), src, b.arg(), b.tag());
 }
 // shapes of codegen nodes: a SHRINK of a symbolic offset has the shape of its size (UOp::shape() wants const args)
-std::optional<Shape> cg_shape(const UOp& u) {
+const std::optional<Shape>& cg_shape(const UOp& u) {
   if (const auto* s = u.shape_if_valid()) return *s;
   return lin_max_shape(u);
 }
@@ -621,7 +621,7 @@ UOp expand_broadcast(const UOp& x) {
   return x.replace({.src = src});
 }
 UOp do_devectorize(const UOp& b) {
-  const auto bs = cg_shape(b);
+  const auto& bs = cg_shape(b);
   if (!bs || bs->empty()) return UOp();
   for (auto& x : b.src()) if (!(cg_shape(x) == bs || x.base().is_invalid())) return UOp();
   std::vector<UOp> src;
