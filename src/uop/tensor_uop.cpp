@@ -70,6 +70,11 @@ std::optional<std::string> UOp::device() const {
     const UOpNode* n = stack.back();
     stack.pop_back();
     if (!seen.insert(n).second) continue;
+    // a node asked before: its answer is the first device of its subgraph, or none in the whole subgraph
+    if (const auto* c = n->cache ? &n->cache->device : nullptr; n != p && c && *c) {
+      if (**c) return *(cached = **c);
+      continue;
+    }
     if (auto d = own_device(n)) {
       if (*d) return *(cached = *d);
       continue;
