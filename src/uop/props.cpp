@@ -124,7 +124,8 @@ void ensure_minmax(const UOpNode* root) {
     root->vmin = lo, root->vmax = hi, root->have_minmax = true;
     return;
   }
-  std::vector<std::pair<const UOpNode*, bool>> stack{{root, false}};
+  static thread_local std::vector<std::pair<const UOpNode*, bool>> stack;  // compute_minmax never comes back here
+  stack.assign(1, {root, false});
   while (!stack.empty()) {
     auto [n, expanded] = stack.back();
     if (n->have_minmax) { stack.pop_back(); continue; }

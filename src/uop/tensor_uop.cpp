@@ -2,7 +2,6 @@
 // side of the creation/elementwise/dtype mixins).
 #include <algorithm>
 #include <atomic>
-#include <unordered_set>
 
 #include "tg/device.h"
 #include "uop/args.h"
@@ -64,12 +63,14 @@ std::optional<std::string> UOp::device() const {
   if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
   auto& cached = p->cache->device;
   if (cached) return *cached;
-  std::vector<const UOpNode*> stack{p};
-  std::unordered_set<const UOpNode*> seen;
+  static thread_local std::vector<const UOpNode*> stack;  // reused: own_device never comes back here
+  static thread_local NodeMap<bool> seen;
+  struct Clear { ~Clear() { seen.clear(), stack.clear(); } } clear_after;  // holds no node past the walk
+  stack.push_back(p);
   while (!stack.empty()) {
     const UOpNode* n = stack.back();
     stack.pop_back();
-    if (!seen.insert(n).second) continue;
+    if (!seen.try_emplace(UOp(n)).second) continue;
     // a node asked before: its answer is the first device of its subgraph, or none in the whole subgraph
     if (const auto* c = n->cache ? &n->cache->device : nullptr; n != p && c && *c) {
       if (**c) return *(cached = **c);
