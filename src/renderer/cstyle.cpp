@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <iterator>
 #include <set>
 
 namespace tg {
@@ -117,9 +117,8 @@ int64_t lin_max_numel(const UOp& u) {
 // ***** 2. the string rules *****
 
 const std::string& RenderCtx::operator[](const UOp& u) const {
-  auto it = r->find(u);
-  if (it == r->end()) throw Error("renderer: " + std::string(op_name(u.op())) + " is used before it is rendered");
-  return it->second;
+  if (const std::string* s = r->find(u)) return *s;
+  throw Error("renderer: " + std::string(op_name(u.op())) + " is used before it is rendered");
 }
 
 UOp emit(M m, std::string s) {
@@ -359,7 +358,7 @@ std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) co
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
   std::vector<UOp> temps;  // the CAST spellings of CONSTs, alive until the end
 
-  std::unordered_map<UOp, std::string> r;
+  NodeMap<std::string> r(2 * uops.size());
   RenderCtx ctx{this, &r, {}};
   NodeMap<int> child_count(2 * uops.size());
   for (auto& u : uops) for (auto& s : u.src()) child_count[s]++;
@@ -382,7 +381,8 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
 
   Parts p;
   p.name = "test";
-  std::map<std::string, int> c;
+  static constexpr const char* prefixes[] = {"wmma", "buf", "cast", "bidx", "val", "alu"};
+  int named[std::size(prefixes)] = {};  // how many nodes got each prefix
   int depth = 1;
   for (const UOp& u : uops) {
     Ops op = u.op();
@@ -399,7 +399,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     }
     if (op == NOOP || op == GROUP) continue;
     if (op == STACK && u.src().empty()) continue;
-    if (op == AFTER) { r[u] = ctx[u.src(0)]; continue; }
+    if (op == AFTER) { std::string s = ctx[u.src(0)]; r[u] = std::move(s); continue; }  // r[u] may move ctx's strings
     if (op == SINK) {
       if (u.arg().is<std::string>()) p.name = u.arg().s();
       continue;
@@ -414,7 +414,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     }
 
     // naming
-    std::string prefix;
+    int prefix = -1;
     if (op == SPECIAL) r[u] = u.arg().s();
     else if (op == RANGE) {
       const auto& a = u.arg().ints();
@@ -423,14 +423,14 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
       r[u] = std::string(1, axis_letter(AxisType(a.back()))) + "idx" + rs;
     } else {
       switch (op) {
-        case WMMA: prefix = "wmma"; break;
-        case BUFFER: prefix = "buf"; break;
-        case CAST: case BITCAST: case STACK: prefix = "cast"; break;
-        case INDEX: prefix = "bidx"; break;
-        case LOAD: prefix = "val"; break;
-        default: prefix = "alu";
+        case WMMA: prefix = 0; break;
+        case BUFFER: prefix = 1; break;
+        case CAST: case BITCAST: case STACK: prefix = 2; break;
+        case INDEX: prefix = 3; break;
+        case LOAD: prefix = 4; break;
+        default: prefix = 5;
       }
-      r[u] = prefix + std::to_string(c[prefix]);
+      r[u] = prefixes[prefix] + std::to_string(named[prefix]);
     }
 
     ctx.out.clear();
@@ -463,7 +463,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
         st = nl + 1;
       }
       p.kernel.push_back(std::move(line));
-      if (!prefix.empty()) c[prefix]++;
+      if (prefix >= 0) named[prefix]++;
     }
     if (op == IF || op == RANGE) depth++;
   }
