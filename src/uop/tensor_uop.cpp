@@ -72,7 +72,7 @@ std::optional<std::string> UOp::device() const {
     stack.pop_back();
     if (!seen.try_emplace(UOp(n)).second) continue;
     // a node asked before: its answer is the first device of its subgraph, or none in the whole subgraph
-    if (const auto* c = n->cache ? &n->cache->device : nullptr; n != p && c && *c) {
+    if (const auto* c = n->cache ? &n->cache->device : nullptr; c && *c) {
       if (**c) return *(cached = **c);
       continue;
     }
