@@ -43,7 +43,7 @@ UOp rebuild(const UOp& b, const std::vector<UOp>& src) {
   return UOp::make(b.op(), dt.value_or(b.dtype()), src, b.arg(), b.tag());
 }
 // shapes of codegen nodes: a SHRINK of a symbolic offset has the shape of its size (UOp::shape() wants const args)
-std::optional<Shape> cg_shape(const UOp& u) {
+const std::optional<Shape>& cg_shape(const UOp& u) {
   if (const auto* s = u.shape_if_valid()) return *s;
   return lin_max_shape(u);
 }
@@ -615,27 +615,25 @@ UOp maybe_load(const UOp& u) {
   return a && (*a == AddrSpace::GLOBAL || *a == AddrSpace::LOCAL || *a == AddrSpace::REG) ? u.load() : u;
 }
 UOp expand_broadcast(const UOp& x) {
+  for (auto& u : x.src()) if (!cg_shape(u)) return UOp();
+  if (std::all_of(x.src().begin(), x.src().end(), [&](const UOp& u) { return cg_shape(u) == cg_shape(x.src(0)); })) return UOp();
   std::vector<Shape> shapes;
-  for (auto& u : x.src()) {
-    if (!cg_shape(u)) return UOp();
-    shapes.push_back(*cg_shape(u));
-  }
-  if (std::all_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return s == shapes[0]; })) return UOp();
+  for (auto& u : x.src()) shapes.push_back(*cg_shape(u));
   Shape shape = broadcast_shape(shapes);
   std::vector<UOp> src;
   for (auto& u : x.src()) src.push_back(u.expand(shape));
   return x.replace({.src = src});
 }
 UOp do_devectorize(const UOp& b) {
-  const auto bs = cg_shape(b);
+  const auto& bs = cg_shape(b);
   if (!bs || bs->empty()) return UOp();
   for (auto& x : b.src()) if (!(cg_shape(x) == bs || x.base().is_invalid())) return UOp();
-  std::vector<UOp> src;
+  std::vector<UOp> src, ic, ns;
   int64_t total = prod(*bs);
   std::vector<int64_t> idx(bs->size(), 0);
   for (int64_t k = 0; k < total; k++) {
     for (int64_t a = int64_t(bs->size()) - 1, rem = k; a >= 0; a--) idx[a] = rem % (*bs)[a], rem /= (*bs)[a];
-    std::vector<UOp> ic, ns;
+    ic.clear(), ns.clear();
     for (auto i : idx) ic.push_back(cint(i));
     for (auto& x : b.src()) ns.push_back(x.base().is_invalid() ? x.base() : x.index(ic));
     src.push_back(rebuild(b, ns));

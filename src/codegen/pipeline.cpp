@@ -210,9 +210,9 @@ Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing
       mults *= dim(u.src(0));
     } else if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU && u.arg().param().name == "core_id") {
       mults *= u.vmax().as_int() + 1;
-    } else if (u.op() == Ops::LOAD && lin_addrspace(u.src(0)) != AddrSpace::REG) {
+    } else if (u.op() == Ops::LOAD && u.src(0).addrspace() != AddrSpace::REG) {
       lds += lin_max_numel(u) * u.dtype().itemsize() * mults;
-    } else if (u.op() == Ops::STORE && lin_addrspace(u.src(0)) != AddrSpace::REG) {
+    } else if (u.op() == Ops::STORE && u.src(0).addrspace() != AddrSpace::REG) {
       lds += lin_max_numel(u) * u.src(1).dtype().itemsize() * mults;
     } else if (GroupOp::ALU.has(u.op()) && !excluded.count(u.get())) {
       flops += mults * (u.op() == Ops::MULACC ? 2 : 1) * lin_max_numel(u);

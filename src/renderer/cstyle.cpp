@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <iterator>
 #include <set>
 
 namespace tg {
@@ -14,10 +14,6 @@ namespace tg {
 // ***** 1. properties of linearized nodes *****
 
 namespace {
-using AddrMemo = NodeMap<std::optional<AddrSpace>>;
-// set while a kernel renders (the list keeps its nodes alive): address spaces are computed once per node
-thread_local AddrMemo* g_amemo = nullptr;
-
 int64_t dim_of(const UOp& x) {
   if (x.op() == Ops::CONST && x.val().is_int()) return x.val().i;
   if (x.op() == Ops::CAST && x.src(0).op() == Ops::CONST && x.src(0).val().is_int()) return x.src(0).val().i;
@@ -106,17 +102,6 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
 }
 }  // namespace
 
-namespace {
-struct MemoScope {
-  AddrMemo addrs;
-  AddrMemo* prev_a;
-  MemoScope() : prev_a(g_amemo) { g_amemo = &addrs; }
-  ~MemoScope() { g_amemo = prev_a; }
-  MemoScope(const MemoScope&) = delete;
-  MemoScope& operator=(const MemoScope&) = delete;
-};
-}  // namespace
-
 const std::optional<Shape>& lin_max_shape(const UOp& u) {
   const UOpNode* n = u.get();
   if (!n->cache) n->cache = std::make_unique<UOpNode::Cache>();
@@ -129,47 +114,12 @@ int64_t lin_max_numel(const UOp& u) {
   if (s) for (auto x : *s) n *= x;
   return n;
 }
-namespace {
-std::optional<AddrSpace> addrspace_impl(const UOp& u);
-}
-std::optional<AddrSpace> lin_addrspace(const UOp& u) {
-  if (!g_amemo) return addrspace_impl(u);
-  if (auto* a = g_amemo->find(u)) return *a;
-  auto a = addrspace_impl(u);
-  (*g_amemo)[u] = a;
-  return a;
-}
-namespace {
-std::optional<AddrSpace> addrspace_impl(const UOp& u) {
-  using enum Ops;
-  switch (u.op()) {
-    case PARAM: case BUFFER: return u.arg().is<std::shared_ptr<const ParamArg>>() ? u.arg().param().addrspace : std::nullopt;
-    case SPECIAL: case RANGE: case LOAD: return AddrSpace::ALU;
-    case INDEX: case CAST: case AFTER: case REDUCE: case STORE: case MSTACK: case MSELECT: case END: case UNSHARD:
-      return lin_addrspace(u.src(0));
-    default: break;
-  }
-  if (GroupOp::Movement.has(u.op())) return lin_addrspace(u.src(0));
-  if (u.op() == STACK || u.op() == WMMA || u.op() == GROUP || GroupOp::Elementwise.has(u.op())) {
-    std::optional<AddrSpace> out;
-    for (auto& s : u.src()) {
-      auto a = lin_addrspace(s);
-      if (!a) continue;
-      if (out && *out != *a) return std::nullopt;
-      out = a;
-    }
-    return out;
-  }
-  return std::nullopt;
-}
-}  // namespace
 
 // ***** 2. the string rules *****
 
 const std::string& RenderCtx::operator[](const UOp& u) const {
-  auto it = r->find(u);
-  if (it == r->end()) throw Error("renderer: " + std::string(op_name(u.op())) + " is used before it is rendered");
-  return it->second;
+  if (const std::string* s = r->find(u)) return *s;
+  throw Error("renderer: " + std::string(op_name(u.op())) + " is used before it is rendered");
 }
 
 UOp emit(M m, std::string s) {
@@ -267,14 +217,14 @@ PatternMatcher base_rewrite() {
       // casting
       UPat(CAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
-        if (lin_max_numel(x) > 1 && lin_addrspace(x) == AddrSpace::REG)
+        if (lin_max_numel(x) > 1 && x.addrspace() == AddrSpace::REG)
           return emit(m, "__builtin_convertvector(" + cx(m)[x.src(0)] + ", " + rn(m).render_type(x) + ")");
         return {};
       },
       UPat(CAST, {}, {}, {}, "x", true) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m.root(), cx(m)[m.root().src(0)]) + ")"); },
       UPat(BITCAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
-        auto as = lin_addrspace(x);
+        auto as = x.addrspace();
         if (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)
           return emit(m, "((" + rn(m).render_dtype(x.dtype(), 1, *as) + ")(" + cx(m)[x.src(0)] + "))");
         return emit(m, "__builtin_bit_cast(" + rn(m).render_type(x) + ", (" + rn(m).render_type(x.src(0)) + ")(" + cx(m)[x.src(0)] + "))");
@@ -380,20 +330,20 @@ std::string CStyleLanguage::render_dtype(DType dt, int64_t sz, AddrSpace addrspa
 }
 
 std::string CStyleLanguage::render_type(const UOp& u) const {
-  return render_dtype(u.dtype(), lin_max_numel(u), lin_addrspace(u).value_or(AddrSpace::ALU));
+  return render_dtype(u.dtype(), lin_max_numel(u), u.addrspace().value_or(AddrSpace::ALU));
 }
 
 std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) const {
   int64_t n = lin_max_numel(u);
   if (n > 1 || u.dtype() != u.src(0).dtype())
-    return "*((" + render_dtype(u.dtype(), n, lin_addrspace(u).value_or(AddrSpace::ALU), true) + ")(" + ctx[u] + "))";
+    return "*((" + render_dtype(u.dtype(), n, u.addrspace().value_or(AddrSpace::ALU), true) + ")(" + ctx[u] + "))";
   return "*" + ctx[u];
 }
 
 bool CStyleLanguage::simd_vectors() const { return !reg_align.empty() && simd_kernels(); }
 
 std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
-  if (lin_addrspace(buf) == AddrSpace::ALU) {  // a lane of a vector value
+  if (buf.addrspace() == AddrSpace::ALU) {  // a lane of a vector value
     if (!(idx.op() == CAST && idx.src(0).op() == CONST)) return "(" + ctx[buf] + ")[" + ctx[idx] + "]";
     int64_t lane = idx.src(0).val().i;
     if (lin_max_numel(buf) > gep_arr_threshold) return ctx[buf] + "[" + std::to_string(lane) + "]";
@@ -409,16 +359,15 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 }
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
-  std::string prefix = lin_addrspace(x) == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
-  bool vector_reg = lin_addrspace(x) == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && simd_vectors();
+  std::string prefix = x.addrspace() == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
+  bool vector_reg = x.addrspace() == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && simd_vectors();
   return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
 }
 
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
-  std::vector<UOp> temps;  // declared before the memos, so it outlives them
-  MemoScope scope;
+  std::vector<UOp> temps;  // the CAST spellings of CONSTs, alive until the end
 
-  std::unordered_map<UOp, std::string> r;
+  NodeMap<std::string> r(2 * uops.size());
   RenderCtx ctx{this, &r, {}};
   NodeMap<int> child_count(2 * uops.size());
   for (auto& u : uops) for (auto& s : u.src()) child_count[s]++;
@@ -441,7 +390,8 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
 
   Parts p;
   p.name = "test";
-  std::map<std::string, int> c;
+  static constexpr const char* prefixes[] = {"wmma", "buf", "cast", "bidx", "val", "alu"};
+  int named[std::size(prefixes)] = {};  // how many nodes got each prefix
   int depth = 1;
   for (const UOp& u : uops) {
     Ops op = u.op();
@@ -450,7 +400,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
       // concrete dtype (not in that form) is spelled as that cast would be, a weak one stays unnamed
       if (!u.dtype().is_weak() && !u.val().is_invalid()) {
         UOp as_cast = UOp::make(CAST, u.dtype(), {UOp::const_(u.val())}, Arg(u.dtype()));
-        temps.push_back(as_cast);  // alive until the end: the memos are keyed by node address
+        temps.push_back(as_cast);
         ctx.out.clear();
         if (string_rewrite.rewrite(as_cast, &ctx)) r[u] = std::move(ctx.out);
       }
@@ -458,7 +408,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     }
     if (op == NOOP || op == GROUP) continue;
     if (op == STACK && u.src().empty()) continue;
-    if (op == AFTER) { r[u] = ctx[u.src(0)]; continue; }
+    if (op == AFTER) { std::string s = ctx[u.src(0)]; r[u] = std::move(s); continue; }  // r[u] may move ctx's strings
     if (op == SINK) {
       if (u.arg().is<std::string>()) p.name = u.arg().s();
       continue;
@@ -473,7 +423,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     }
 
     // naming
-    std::string prefix;
+    int prefix = -1;
     if (op == SPECIAL) r[u] = u.arg().s();
     else if (op == RANGE) {
       const auto& a = u.arg().ints();
@@ -482,14 +432,14 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
       r[u] = std::string(1, axis_letter(AxisType(a.back()))) + "idx" + rs;
     } else {
       switch (op) {
-        case WMMA: prefix = "wmma"; break;
-        case BUFFER: prefix = "buf"; break;
-        case CAST: case BITCAST: case STACK: prefix = "cast"; break;
-        case INDEX: prefix = "bidx"; break;
-        case LOAD: prefix = "val"; break;
-        default: prefix = "alu";
+        case WMMA: prefix = 0; break;
+        case BUFFER: prefix = 1; break;
+        case CAST: case BITCAST: case STACK: prefix = 2; break;
+        case INDEX: prefix = 3; break;
+        case LOAD: prefix = 4; break;
+        default: prefix = 5;
       }
-      r[u] = prefix + std::to_string(c[prefix]);
+      r[u] = prefixes[prefix] + std::to_string(named[prefix]);
     }
 
     ctx.out.clear();
@@ -502,10 +452,10 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
     std::string l = std::move(ctx.out);
 
     if (op == ENDIF || op == END) depth--;
-    auto as = lin_addrspace(u);
+    auto as = u.addrspace();
     bool inline_it = (op != CAST || lin_max_numel(u) == 1) &&
                      ((op == CAST && u.src(0).op() == CONST) || op == INDEX || op == SHRINK || op == CUSTOMI ||
-                      (op == LOAD && lin_addrspace(u.src(0)) == AddrSpace::REG && child_count[u] == 1) ||
+                      (op == LOAD && u.src(0).addrspace() == AddrSpace::REG && child_count[u] == 1) ||
                       ((op == CAST || op == BITCAST) && (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)) ||
                       ((op == STACK || (GroupOp::ALU.has(op) && op != WHERE) || op == CAST || op == BITCAST) && child_count[u] == 1));
     if (inline_it) {
@@ -522,7 +472,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
         st = nl + 1;
       }
       p.kernel.push_back(std::move(line));
-      if (!prefix.empty()) c[prefix]++;
+      if (prefix >= 0) named[prefix]++;
     }
     if (op == IF || op == RANGE) depth++;
   }
@@ -622,7 +572,7 @@ std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& u
   std::vector<std::pair<DType, int64_t>> seen;
   std::vector<std::string> out;
   for (auto& u : uops) {
-    auto as = lin_addrspace(u);
+    auto as = u.addrspace();
     if (as && *as != AddrSpace::ALU) continue;
     if (u.dtype() == dtypes::void_ || !lin_max_shape(u)) continue;
     std::pair<DType, int64_t> k{u.dtype(), lin_max_numel(u)};
@@ -634,11 +584,7 @@ std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& u
 }
 
 std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops) const {
-  std::vector<std::string> defs;
-  {
-    MemoScope scope;
-    defs = render_defines(uops);
-  }
+  std::vector<std::string> defs = render_defines(uops);
   std::string d;
   for (size_t i = 0; i < defs.size(); i++) d += (i ? "\n" : "") + defs[i];
   // tinygrad's clang entry hook (_render_entry) is empty; render_kernel adds one when a runtime asks for it

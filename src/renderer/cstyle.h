@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "uop/nodemap.h"
 #include "uop/upat.h"
 
 namespace tg {
@@ -60,7 +61,7 @@ class CStyleLanguage;
 // what a string rule sees: the renderer, the names of the nodes rendered so far, and the slot for its output
 struct RenderCtx {
   const CStyleLanguage* ren = nullptr;
-  std::unordered_map<UOp, std::string>* r = nullptr;
+  NodeMap<std::string>* r = nullptr;
   std::string out;
   const std::string& operator[](const UOp& u) const;  // the name (or inlined text) of an already-rendered node
 };
@@ -135,6 +136,5 @@ std::string render_entry(const std::string& kernel, const std::vector<KernelPara
 //    casted consts and symbolic SHRINK offsets of lowered programs, and size symbolic dims by their max) **
 const std::optional<Shape>& lin_max_shape(const UOp& u);  // cached on the node
 int64_t lin_max_numel(const UOp& u);  // 1 for a node without shape
-std::optional<AddrSpace> lin_addrspace(const UOp& u);
 
 }  // namespace tg

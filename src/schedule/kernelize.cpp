@@ -33,8 +33,8 @@ UOp limit_bufs(LimitBufsContext& ctx, const UOp& root) {
   int64_t max_bufs = getenv_int("MAX_KERNEL_BUFFERS", 0);
   if (!max_bufs) max_bufs = dev == "METAL" || dev == "CPU" ? 31 : dev == "WEBGPU" ? 8 : 0;
   if (!max_bufs) return UOp();
-  for (auto& u : root.toposort()) {
-    if (ctx.buf_cache.contains(u)) continue;
+  // the nodes not met before (their sources are in the cache by then)
+  for (auto& u : root.toposort([&](const UOp& x) { return !ctx.buf_cache.contains(x); })) {
     std::vector<UOp> s;
     if (OpSet{STAGE, AFTER, PARAM, MSELECT, MSTACK}.has(u.op())) s = {u};
     else

@@ -124,7 +124,8 @@ void ensure_minmax(const UOpNode* root) {
     root->vmin = lo, root->vmax = hi, root->have_minmax = true;
     return;
   }
-  std::vector<std::pair<const UOpNode*, bool>> stack{{root, false}};
+  static thread_local std::vector<std::pair<const UOpNode*, bool>> stack;  // compute_minmax never comes back here
+  stack.assign(1, {root, false});
   while (!stack.empty()) {
     auto [n, expanded] = stack.back();
     if (n->have_minmax) { stack.pop_back(); continue; }
@@ -439,6 +440,10 @@ std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
   }
   if (GroupOp::Unary.has(u.op()) || u.op() == CAST) return src_shape(0);
   if (GroupOp::Broadcastable.has(u.op())) {
+    const auto& s0 = src_opt(0);  // mostly every source has this shape: nothing to broadcast
+    bool same = s0.has_value();
+    for (size_t i = 1; same && i < u.src().size(); i++) same = src_opt(i) == s0;
+    if (same) return s0;
     std::vector<Shape> shapes;
     for (size_t i = 0; i < u.src().size(); i++) shapes.push_back(src_shape(i));
     return broadcast_shapes(u.op(), shapes);

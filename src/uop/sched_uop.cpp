@@ -1,10 +1,10 @@
 // Scheduler-level UOp helpers: range bookkeeping (tinygrad's UOp.ranges / ended_ranges), gated toposort, substitute
 // with an extra matcher, and the small builders rangeify uses.
 #include <algorithm>
-#include <unordered_set>
 
 #include "schedule/rangeify.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 #include "uop/symbolic.h"
 
 namespace tg {
@@ -83,12 +83,12 @@ std::vector<UOp> UOp::ended_ranges() const {
 
 std::vector<UOp> UOp::toposort(const std::function<bool(const UOp&)>& gate, bool enter_calls) const {
   std::vector<UOp> out;
-  std::unordered_set<const UOpNode*> done;
+  NodeMap<bool> done;
   std::vector<std::pair<UOp, bool>> stack{{*this, false}};
   while (!stack.empty()) {
     auto [node, visited] = stack.back();
     stack.pop_back();
-    if (done.contains(node.get())) continue;
+    if (done.contains(node)) continue;
     if (!visited) {
       if (!gate || gate(node)) {
         stack.push_back({node, true});
@@ -96,7 +96,7 @@ std::vector<UOp> UOp::toposort(const std::function<bool(const UOp&)>& gate, bool
         for (size_t i = node.src().size(); i-- > (skip_body ? 1u : 0u);) stack.push_back({node.src(i), false});
       }
     } else {
-      done.insert(node.get());
+      done.try_emplace(node);
       out.push_back(node);
     }
   }

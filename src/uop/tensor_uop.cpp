@@ -2,7 +2,6 @@
 // side of the creation/elementwise/dtype mixins).
 #include <algorithm>
 #include <atomic>
-#include <unordered_set>
 
 #include "tg/device.h"
 #include "uop/args.h"
@@ -64,12 +63,19 @@ std::optional<std::string> UOp::device() const {
   if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
   auto& cached = p->cache->device;
   if (cached) return *cached;
-  std::vector<const UOpNode*> stack{p};
-  std::unordered_set<const UOpNode*> seen;
+  static thread_local std::vector<const UOpNode*> stack;  // reused: own_device never comes back here
+  static thread_local NodeMap<bool> seen;
+  struct Clear { ~Clear() { seen.clear(), stack.clear(); } } clear_after;  // holds no node past the walk
+  stack.push_back(p);
   while (!stack.empty()) {
     const UOpNode* n = stack.back();
     stack.pop_back();
-    if (!seen.insert(n).second) continue;
+    if (!seen.try_emplace(UOp(n)).second) continue;
+    // a node asked before: its answer is the first device of its subgraph, or none in the whole subgraph
+    if (const auto* c = n->cache ? &n->cache->device : nullptr; c && *c) {
+      if (**c) return *(cached = **c);
+      continue;
+    }
     if (auto d = own_device(n)) {
       if (*d) return *(cached = *d);
       continue;
@@ -83,28 +89,24 @@ std::optional<std::string> UOp::device() const {
 bool UOp::is_virtual() const { return dtype().is_weak() || !device(); }
 
 std::optional<AddrSpace> UOp::addrspace() const {
-  if (op() == Ops::PARAM || op() == Ops::BUFFER) return arg().param().addrspace;  // most calls: no memo to build
-  NodeMap<std::optional<AddrSpace>> memo;
-  auto rec = [&](auto& self, const UOp& u) -> std::optional<AddrSpace> {
-    if (auto* m = memo.find(u)) return *m;
-    std::optional<AddrSpace> r;
-    switch (u.op()) {
-      case Ops::PARAM: case Ops::BUFFER: r = u.arg().param().addrspace; break;
-      case Ops::SPECIAL: case Ops::RANGE: case Ops::LOAD: r = AddrSpace::ALU; break;
-      case Ops::INDEX: case Ops::CAST: case Ops::AFTER: case Ops::REDUCE: case Ops::STORE: case Ops::MSTACK: case Ops::MSELECT:
-      case Ops::END: case Ops::UNSHARD: r = self(self, u.src(0)); break;
-      default:
-        if (GroupOp::Movement.has(u.op())) r = self(self, u.src(0));
-        else if (u.op() == Ops::STACK || u.op() == Ops::WMMA || u.op() == Ops::GROUP || GroupOp::Elementwise.has(u.op())) {
-          bool same = true;
-          for (auto& s : u.src())
-            if (auto a = self(self, s)) { if (r && *r != *a) same = false; r = a; }
-          if (!same) r.reset();
-        }
-    }
-    return memo[u] = r;
-  };
-  return rec(rec, *this);
+  if (p->addrspace) return p->addrspace == 1 ? std::nullopt : std::optional(AddrSpace(p->addrspace - 1));
+  std::optional<AddrSpace> r;
+  switch (op()) {
+    case Ops::PARAM: case Ops::BUFFER: if (arg().is<std::shared_ptr<const ParamArg>>()) r = arg().param().addrspace; break;
+    case Ops::SPECIAL: case Ops::RANGE: case Ops::LOAD: r = AddrSpace::ALU; break;
+    case Ops::INDEX: case Ops::CAST: case Ops::AFTER: case Ops::REDUCE: case Ops::STORE: case Ops::MSTACK: case Ops::MSELECT:
+    case Ops::END: case Ops::UNSHARD: r = src(0).addrspace(); break;
+    default:
+      if (GroupOp::Movement.has(op())) r = src(0).addrspace();
+      else if (op() == Ops::STACK || op() == Ops::WMMA || op() == Ops::GROUP || GroupOp::Elementwise.has(op())) {
+        bool same = true;
+        for (auto& s : src())
+          if (auto a = s.addrspace()) { if (r && *r != *a) same = false; r = a; }
+        if (!same) r.reset();
+      }
+  }
+  p->addrspace = r ? uint8_t(uint8_t(*r) + 1) : 1;
+  return r;
 }
 
 bool UOp::has_buffer_identity(bool after_ok) const {

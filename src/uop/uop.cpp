@@ -500,7 +500,12 @@ UOp UOp::uprod(Srcs rest) const {
   for (auto& x : rest) r = dtype() == dtypes::bool_ ? uop_and(r, x) : uop_mul(r, x);
   return r;
 }
-UOp UOp::index(Srcs idx) const { return alu(Ops::INDEX, idx); }
+UOp UOp::index(Srcs idx) const {
+  // a constant index into a STACK is that element (no INDEX node for the rewrite to fold away)
+  if (op() == Ops::STACK && idx.size() == 1 && idx.begin()->op() == Ops::CONST)
+    if (uint64_t i = uint64_t(idx.begin()->val().as_int()); i < src().size()) return src(i);
+  return alu(Ops::INDEX, idx);
+}
 UOp UOp::load(Srcs rest) const { return alu(Ops::LOAD, rest); }
 UOp UOp::store(const UOp& v) const { return make(Ops::STORE, dtypes::void_, {*this, v}); }
 UOp UOp::after(Srcs deps) const { return deps.size() ? alu(Ops::AFTER, deps) : *this; }

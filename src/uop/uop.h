@@ -329,6 +329,7 @@ struct UOpNode {
   Arg arg, tag;
   // lazily computed properties
   mutable bool have_minmax = false;
+  mutable uint8_t addrspace = 0;  // UOp::addrspace(), once computed: 1 none, else the AddrSpace + 1
   mutable ConstVal vmin, vmax;
   struct Cache {
     std::optional<std::optional<Shape>> shape;

@@ -172,15 +172,23 @@ struct MatchState {
 };
 
 bool match_list(const Pending* todo, MatchState& st);
+bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st);
 
-bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
+// the checks of one pattern node that need neither its sources nor the captures: inlined where patterns are tried, so
+// the many rejections cost no call
+[[gnu::always_inline]] inline bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
+  if (p->alternatives.empty() &&
+      ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || u->nsrc < p->required_len ||
+       (p->strict_len && u->nsrc != p->required_len) || (p->arg && !p->arg->matches(u->arg))))
+    return false;
+  return match_bound(p, u, rest, st);
+}
+
+[[gnu::noinline]] bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
   if (!p->alternatives.empty()) {
     for (auto& alt : p->alternatives) if (match_one(alt.get(), u, rest, st)) return true;
     return false;
   }
-  if ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || (p->arg && !p->arg->matches(u->arg)) ||
-      u->nsrc < p->required_len || (p->strict_len && u->nsrc != p->required_len))
-    return false;
   const UOpNode** slot = nullptr;  // bound here, to undo
   if (p->name >= 0) {
     const UOpNode*& s = st.slots[p->name];

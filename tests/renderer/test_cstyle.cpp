@@ -351,7 +351,7 @@ TEST(CStyle, Helpers) {
   EXPECT_EQ(lin_max_numel(s), 4);
   EXPECT_EQ(lin_max_numel(load(s)), 4);
   EXPECT_EQ(lin_max_numel(idx(load(s), c0)), 1);
-  EXPECT_EQ(lin_addrspace(d0), AddrSpace::GLOBAL);
-  EXPECT_EQ(lin_addrspace(load(s)), AddrSpace::ALU);
-  EXPECT_EQ(lin_addrspace(s), AddrSpace::GLOBAL);
+  EXPECT_EQ(d0.addrspace(), AddrSpace::GLOBAL);
+  EXPECT_EQ(load(s).addrspace(), AddrSpace::ALU);
+  EXPECT_EQ(s.addrspace(), AddrSpace::GLOBAL);
 }
