@@ -32,12 +32,16 @@ std::vector<float> randv(size_t n, uint32_t seed) {
 }  // namespace
 
 TEST(Simd, MatmulGetsARegisterTile) {
-  // (64 x 32) @ (32 x 48): B is contiguous along n and A broadcast along it; A moves along m with stride 32
-  UOp ast = only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48})));
+  // (256 x 64) @ (64 x 256): B is contiguous along n and A broadcast along it; A moves along m with stride 64
+  UOp ast = only_kernel(Tensor::empty({256, 64}).matmul(Tensor::empty({64, 256})));
   Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
   ASSERT_GE(k.applied_opts.size(), 2u);
   EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
   EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
+  // a small one (under 4M multiply-adds) gets 4 rows: its codegen would cost more than the bigger tile saves
+  Scheduler small = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48}))), caps_of(ClangRenderer())));
+  ASSERT_GE(small.applied_opts.size(), 2u);
+  EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
   for (auto& o : k.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
   std::string src = to_program(k.get_optimized_ast("test"), ClangRenderer())->kernel.src;
   EXPECT_NE(src.find("__attribute__((aligned(32)))"), std::string::npos) << src;

@@ -339,7 +339,9 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   }
   for (auto it = to_upcast.rbegin(); it != to_upcast.rend(); ++it) k.apply_opt(Opt{OptOps::UPCAST, *it, Arg(int64_t(0))});
 
-  bool simd = !k.ren.has_local && simd_kernels() && !k.reduceops().empty() && !k.upcasted() && simd_upcast(k, 8, 16);
+  // (a small kernel gets a small tile: it runs in microseconds, and a big one costs its codegen more than that)
+  bool simd = !k.ren.has_local && simd_kernels() && !k.reduceops().empty() && !k.upcasted() &&
+              simd_upcast(k, 8, prod(k.full_shape()) >= (int64_t(1) << 22) ? 16 : 4);
 
   // more upcasts of non reduce axes
   std::set<int64_t> upcasted_axis;
