@@ -55,6 +55,26 @@ TEST(Simd, MatmulGetsARegisterTile) {
   EXPECT_EQ(tsrc.find("float8"), std::string::npos) << tsrc;
 }
 
+TEST(Simd, LanesAreInnermostInTheAccumulators) {
+  // a 3x3 convolution whose graph meets the row axis before the lane axis: each 8-wide accumulator update must still
+  // be lanes of one row (one broadcast input times a vector of weights), not one lane of 8 rows
+  Tensor x = Tensor::empty({16, 32, 10, 10}), w = Tensor::empty({64, 32, 3, 3});
+  UOp ast;
+  for (auto& c : schedule_linear({x.conv2d(w)}).src())
+    if (c.src(0).op() == Ops::SINK)
+      for (auto& u : c.src(0).toposort()) if (u.op() == Ops::REDUCE) ast = c.src(0);  // the convolution, not the weights' copy
+  ASSERT_TRUE(ast.get());
+  std::string src = to_program(ast, ClangRenderer())->kernel.src;
+  size_t at = src.find("*((float8*)((buf0+0))) = (float8){");
+  ASSERT_NE(at, std::string::npos) << src;
+  std::string line = src.substr(at, src.find('\n', at) - at);
+  // lane j reads "(accj+(S*W[j]))": the same scalar S in all 8
+  std::vector<std::string> scalars;
+  for (size_t p = line.find("]+("); p != std::string::npos; p = line.find("]+(", p + 1)) scalars.push_back(line.substr(p + 3, line.find('*', p) - p - 3));
+  ASSERT_EQ(scalars.size(), 8u) << line;
+  for (auto& sc : scalars) EXPECT_EQ(sc, scalars[0]) << line;
+}
+
 TEST(Simd, NoTileWithoutAContiguousAndABroadcastInput) {
   // a sum over rows: one input, nothing broadcast; an int matmul: no float lanes
   Scheduler s(only_kernel(Tensor::empty({64, 48}).sum(0)), caps_of(ClangRenderer()));
