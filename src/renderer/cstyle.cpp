@@ -353,14 +353,14 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
   // Ours drops them for a constant offset (SIMD kernels): the offset then folds into the load's address instead of an
   // int add and sign extension per load, 15% of a convolution's inner loop.
   auto is_const = [](const UOp& c) { return c.op() == CONST || (c.op() == CAST && c.src(0).op() == CONST); };
-  if (idx.op() == ADD && is_const(idx.src(1)) && simd_vectors())
+  if (ctx.simd && idx.op() == ADD && is_const(idx.src(1)))
     return "(" + ctx[buf] + "+" + ctx[idx.src(0)] + "+" + ctx[idx.src(1)] + ")";
   return "(" + ctx[buf] + "+" + ctx[idx] + ")";
 }
 
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = x.addrspace() == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
-  bool vector_reg = x.addrspace() == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && simd_vectors();
+  bool vector_reg = x.addrspace() == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && ctx.simd;
   return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
 }
 
@@ -368,7 +368,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
   std::vector<UOp> temps;  // the CAST spellings of CONSTs, alive until the end
 
   NodeMap<std::string> r(2 * uops.size());
-  RenderCtx ctx{this, &r, {}};
+  RenderCtx ctx{this, &r, {}, simd_vectors()};
   NodeMap<int> child_count(2 * uops.size());
   for (auto& u : uops) for (auto& s : u.src()) child_count[s]++;
 

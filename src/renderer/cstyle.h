@@ -63,6 +63,7 @@ struct RenderCtx {
   const CStyleLanguage* ren = nullptr;
   NodeMap<std::string>* r = nullptr;
   std::string out;
+  bool simd = false;  // ren->simd_vectors(), read once per kernel
   const std::string& operator[](const UOp& u) const;  // the name (or inlined text) of an already-rendered node
 };
 // a string rule's result: store `s` as the node's text and report a match
