@@ -737,7 +737,7 @@ const PatternMatcher& indexing_simplify() {
 UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
   // float accumulators fold too where the renderer aligns register arrays: the slices of a SIMD upcast become vector
   // loads and stores, which pin clang's SLP vectorizer to those lanes (left to itself it may pick others, 5x slower)
-  bool fold_regs = ren.simd_vectors();
+  bool simd = ren.simd_vectors();
   struct Key { Ops op; UOp buf; UOp root; int kind; UOp valid; };  // kind: 0 a node, 1 INVALID, 2 CONST
   std::vector<std::pair<Key, std::map<int64_t, std::vector<UOp>>>> memory;
   for (auto& u : sink.toposort()) {
@@ -745,7 +745,7 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
     if (u.src().size() != (u.op() == STORE ? 2u : 1u)) throw Error("memory coalescing does not support gated loads/stores");
     if (u.src(0).op() != INDEX || u.src(0).src().size() != 2) throw Error("memory coalescing should be on INDEX, not " + std::string(op_name(u.src(0).op())));
     UOp buf = u.src(0).src(0), idx_u = u.src(0).src(1);
-    if (buf.addrspace() == AddrSpace::REG && !(fold_regs && buf.dtype() == dtypes::float32)) continue;
+    if (buf.addrspace() == AddrSpace::REG && !(simd && buf.dtype() == dtypes::float32)) continue;
     UOp idx = idx_u.get_idx(), valid = idx_u.get_valid(), root;
     int kind = 0;
     int64_t arg = 0;
@@ -766,7 +766,7 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
     std::vector<int64_t> lengths;
     DType dt = k.buf.dtype();
     if (k.buf.addrspace() == AddrSpace::REG) lengths = {8, 4};  // the renderer aligns float register arrays of 4 and more
-    else if (fold_regs && dt == dtypes::float32) lengths = {8, 4, 2};  // lanes as wide as the accumulators'
+    else if (simd && dt == dtypes::float32) lengths = {8, 4, 2};  // lanes as wide as the accumulators'
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
     lengths.push_back(1);
     std::vector<std::vector<int64_t>> grouped;

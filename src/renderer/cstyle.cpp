@@ -563,7 +563,7 @@ std::string ClangRenderer::render_vector_prefix(DType dt, int64_t count) const {
   // loads cost nothing extra on aligned data)
   int64_t bytes = int64_t(dt.itemsize()) * count, align = 1;
   if (!dt.is_bool()) while (align * 2 <= bytes) align *= 2;
-  if (simd_kernels()) align = dt.itemsize();
+  if (simd_vectors()) align = dt.itemsize();
   return "typedef " + render_dtype(dt, 1, AddrSpace::REG) + " " + render_dtype(dt, count, AddrSpace::REG) + " __attribute__((aligned(" +
          std::to_string(align) + "),ext_vector_type(" + std::to_string(count) + ")));";
 }
