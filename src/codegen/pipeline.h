@@ -3,7 +3,7 @@
 //
 //   UOp sink = full_rewrite_to_sink(ast, ClangRenderer());   // the pass list (opts, expander, devectorize, decomps ...)
 //   auto prg = to_program(ast, ren);                          // linearize, render (EntryStyle::Runtime), estimates; memoized
-//   // compile_cached(dev, prg->kernel.src); dev.load(prg->kernel.entry_name, bin); launch with prg->global[0] threads
+//   // load_cached(dev, prg->kernel.entry_name, prg->kernel.src); launch with prg->global[0] threads
 //
 // Env: NOOPT=1 skips the hand-coded opts; DEBUG>=5 prints the AST, DEBUG>=4 the source (printed here, once per program);
 // TRACK_REWRITES=1 prints each pass's total time and result size over all kernels at exit.

@@ -1,6 +1,7 @@
 #include "engine/program_cache.h"
 
 #include "engine/diskcache.h"
+#include "tg/error.h"
 #include "util/sha256.h"
 
 namespace tg {
@@ -21,6 +22,19 @@ std::string compile_cached(Device& dev, const std::string& src) {
   std::string bin = dev.compile(src);
   diskcache_put("compile", key, bin);
   return bin;
+}
+
+std::unique_ptr<Program> load_cached(Device& dev, const std::string& entry, const std::string& src) {
+  try {
+    return dev.load(entry, compile_cached(dev, src));
+  } catch (const Error&) {
+    std::string ck = dev.compiler_key();
+    if (ck.empty()) throw;
+    std::string bin = dev.compile(src);  // a compile error here is the real one
+    auto prg = dev.load(entry, bin);
+    diskcache_put("compile", program_cache_key(ck, src), bin);
+    return prg;
+  }
 }
 
 }  // namespace tg

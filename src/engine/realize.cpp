@@ -91,7 +91,7 @@ Lowered& get_runtime(const std::string& device, const UOp& ast) {
     try {
       Device& dev = get_device(device);
       it->second.spec = to_program(ast, renderer_for(device));
-      it->second.prg = dev.load(it->second.spec->kernel.entry_name, compile_cached(dev, it->second.spec->kernel.src));
+      it->second.prg = load_cached(dev, it->second.spec->kernel.entry_name, it->second.spec->kernel.src);
     } catch (...) {
       per_dev.erase(it);
       throw;

@@ -1,6 +1,7 @@
 // The CPU device: host memory, kernels compiled by clang into shared objects, loaded with dlopen, threaded launches
 // on a persistent pool. The calling convention is in runtime/device.h.
 #include <dlfcn.h>
+#include <link.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -65,10 +66,18 @@ class CpuDevice : public Device {
     }
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw Error("cannot load the compiled kernel '" + name + "': " + dlerror());
+    // glibc hands back an already loaded object when the path or the file's (device, inode) matches one
+    link_map* lm = nullptr;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || path.string() != lm->l_name) {
+      std::string other = lm && lm->l_name ? lm->l_name : "?";
+      dlclose(h);
+      throw Error("loading the kernel '" + name + "' returned another loaded library (" + other + ")");
+    }
     void* sym = dlsym(h, name.c_str());
     if (!sym) {
       dlclose(h);
-      throw Error("the compiled program has no kernel named '" + name + "'");
+      throw Error("the compiled program has no kernel named '" + name + "'" +
+                  (binary.find(name) == std::string::npos ? " (the binary does not contain the name)" : ""));
     }
     return std::make_unique<CpuProgram>(name, h, reinterpret_cast<KernelFn>(sym), pool_);
   }

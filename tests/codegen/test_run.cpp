@@ -33,7 +33,7 @@ Loaded load_case(const std::string& name, bool noopt, size_t k = 0) {
       Env env(noopt);
       Device& cpu = get_device("CPU");
       auto spec = to_program(parse_uop(c.kernels.at(k).ast), ClangRenderer());
-      return {spec, cpu.load(spec->kernel.entry_name, compile_cached(cpu, spec->kernel.src))};
+      return {spec, load_cached(cpu, spec->kernel.entry_name, spec->kernel.src)};
     }
   throw Error("no codegen case " + name);
 }

@@ -289,7 +289,7 @@ TEST(CStyle, RunsOnTheCpuRuntime) {
   ClangRenderer ren;
   Device& cpu = get_device("CPU");
   RenderedKernel k = ren.render_kernel(prog_where_var().second, "", EntryStyle::Runtime);
-  std::unique_ptr<Program> prg = cpu.load(k.entry_name, compile_cached(cpu, k.src));
+  std::unique_ptr<Program> prg = load_cached(cpu, k.entry_name, k.src);
   Buffer out("CPU", 32, dtypes::float32), in("CPU", 32, dtypes::float32);
   std::vector<float> host_in(32), host_out(32, -1.f);
   for (int i = 0; i < 32; i++) host_in[i] = float(i % 9) - 2.f;

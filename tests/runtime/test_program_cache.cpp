@@ -7,6 +7,7 @@
 #include "engine/program_cache.h"
 #include "runtime/buffer.h"
 #include "runtime/clang.h"
+#include "tg/error.h"
 #include "rt_test_util.h"
 #include "util/process.h"
 
@@ -49,6 +50,28 @@ TEST(ProgramCache, SecondCompileIsAHit) {
   compile_cached(d, kernel_src(12));  // other source, other key
   EXPECT_EQ(clang_invocations(), before + 2);
   EXPECT_NE(program_cache_key("clang 14 -O2", "x"), program_cache_key("clang 14 -O3", "x"));
+}
+
+// a stored binary that does not hold the kernel (a damaged file, a broken build's entry) is compiled afresh and replaced
+TEST(ProgramCache, ABadStoredBinaryIsReplaced) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  Device& d = get_device("CPU");
+  std::string src = kernel_src(41), key = program_cache_key(d.compiler_key(), src);
+  diskcache_put("compile", key, d.compile("void not_k(void) {}\n"));  // a valid library without the kernel `k`
+  try {
+    d.load("k", compile_cached(d, src));
+    ADD_FAILURE() << "loaded a kernel the binary does not hold";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no kernel named 'k'"), std::string::npos) << e.what();
+  }
+  uint64_t before = clang_invocations();
+  auto p = load_cached(d, "k", src);
+  EXPECT_EQ(clang_invocations(), before + 1);
+  EXPECT_EQ(run_it(*diskcache_get("compile", key)), 41);
+  load_cached(d, "k", src);
+  EXPECT_EQ(clang_invocations(), before + 1);
 }
 
 TEST(ProgramCache, CacheLevelZeroBypasses) {
