@@ -190,6 +190,13 @@ Tensor channel_last(const Tensor& x, int64_t axis) {
   return x.permute(to).contiguous().permute(back);
 }
 
+// The input stored before the convolution reads it (SIMD=1): the inner loop reads each input value once per block of
+// output channels and window position, so an elementwise op left fused there (the previous layer's relu) would be
+// recomputed dozens of times, each a scalar op and a broadcast between two multiply-adds. Inside the FUNCTION body, so
+// realizing the forward does not replace the stored copy in the tensors' graphs (which would cut the gradient there).
+// (A CONTIGUOUS made by hand: Tensor::contiguous() leaves a PARAM alone, as it does a buffer.)
+Tensor stored_input(const Tensor& x) { return simd_kernels() ? wrap(uop_of(x).alu(Ops::CONTIGUOUS)) : x; }
+
 // The input's gradient as the window view's own would recompute each input pixel from the overlapping windows, with
 // index arithmetic in the inner loop (10-20 GFLOPS on the main job's convolutions); as a transposed convolution it is
 // a plain convolution kernel. The weights' gradient stays the window view's. One CallInfo per argument set keeps the
@@ -213,7 +220,7 @@ CallInfo conv_call_info(const ConvArgs& a) {
     // inner loop would test the window against the borders
     TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
     Tensor dx = pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0).cast(x.dtype());
-    Tensor dw = conv_windows(x.detach(), w, a).gradient({w}, channel_last(grad, 1))[0];
+    Tensor dw = conv_windows(stored_input(x), w, a).gradient({w}, channel_last(grad, 1))[0];
     return {dx, dw};
   };
   return infos.emplace(key, call_info_with(grad_fxn, std::nullopt)).first->second;
@@ -231,9 +238,11 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
   size_t n = size_t(weight.ndim()) - 2;
   ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
-  Tensor ret = !this->dtype().is_float() || !weight.dtype().is_float()
-                   ? conv_windows(*this, weight, a)
-                   : wrap(make_function(uop_of(conv_windows(as_param(0), channel_last(weight.as_param(1), 0), a)), {uop_of(*this), uop_of(weight)}, conv_call_info(a))
+  // SIMD=1: integer pixels times float weights are the float convolution of the pixels cast, as the product promotes
+  Tensor x = simd_kernels() && !this->dtype().is_float() && weight.dtype().is_float() && !dtype ? cast(weight.dtype()) : *this;
+  Tensor ret = !x.dtype().is_float() || !weight.dtype().is_float()
+                   ? conv_windows(x, weight, a)
+                   : wrap(make_function(uop_of(conv_windows(stored_input(x.as_param(0)), channel_last(weight.as_param(1), 0), a)), {uop_of(x), uop_of(weight)}, conv_call_info(a))
                               .gettuple(0));
   if (!bias) return ret;
   Shape bs_{1, -1};

@@ -115,6 +115,10 @@ TEST(ConformanceNN, Conv2d) {
   }
   cases.push_back({"conv1d", {F({2, 2, 7}), F({3, 2, 3}, 2), F({3}, 3)}, [](const TV& v) { return v[0].conv2d(v[1], v[2], 1, 2, 1, 1); },
                    [](const AV& v) { return at::conv1d(v[0], v[1], v[2], 2, 1); }});
+  // pixels as the main job feeds them: the product promotes to float (SIMD=1 casts them first, then stores channel-last)
+  cases.push_back({"conv2d uint8 input", {input({2, 1, 7, 6}, tg::dtypes::uint8, 0, 255, 4), F({3, 1, 3, 3}, 2, -1, 1), F({3}, 3)},
+                   [](const TV& v) { return v[0].conv2d(v[1], v[2]).relu().sum({2, 3}); },
+                   [](const AV& v) { return at::conv2d(v[0].to(at::kFloat), v[1], v[2]).relu().sum({2, 3}); }, true, false, {1e-4, 1e-4}, {1e-3, 1e-3}});
   cases.push_back({"conv2d_dtype_sum", {F({1, 2, 4, 4}), F({2, 2, 2, 2}, 2)},
                    [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 1, 0, tg::dtypes::float32); },
                    [](const AV& v) { return at::conv2d(v[0], v[1]); }});
