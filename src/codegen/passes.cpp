@@ -765,8 +765,9 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
   for (auto& [k, offsets] : memory) {
     std::vector<int64_t> lengths;
     DType dt = k.buf.dtype();
-    if (k.buf.addrspace() == AddrSpace::REG) lengths = {8, 4};  // the renderer aligns float register arrays of 4 and more
-    else if (simd && dt == dtypes::float32) lengths = {8, 4, 2};  // lanes as wide as the accumulators'
+    int64_t w = ren.vector_width;
+    if (k.buf.addrspace() == AddrSpace::REG) lengths = {w, 8, 4};  // the renderer aligns float register arrays of 4 and more
+    else if (simd && dt == dtypes::float32) lengths = {w, 8, 4, 2};  // lanes as wide as the accumulators'
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
     lengths.push_back(1);
     std::vector<std::vector<int64_t>> grouped;

@@ -231,7 +231,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   const auto& k = ast.key();
   std::string key(k.begin(), k.end());
   for (const char* v : {"NOOPT", "BEAM", "SIMD", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV"}) key += "|" + getenv_str(v, "");
-  key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&typeid(ren)));
+  key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&typeid(ren))) + "|" + std::to_string(ren.vector_width);
   {
     std::lock_guard<std::mutex> l(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

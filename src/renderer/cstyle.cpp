@@ -340,7 +340,7 @@ std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) co
   return "*" + ctx[u];
 }
 
-bool CStyleLanguage::simd_vectors() const { return !reg_align.empty() && simd_kernels(); }
+bool CStyleLanguage::simd_vectors() const { return vector_width > 0 && simd_kernels(); }
 
 std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
   if (buf.addrspace() == AddrSpace::ALU) {  // a lane of a vector value
@@ -361,7 +361,7 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = x.addrspace() == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
   bool vector_reg = x.addrspace() == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && ctx.simd;
-  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? reg_align : "") + ";";
+  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? " __attribute__((aligned(" + std::to_string(vector_width * 4) + ")))" : "") + ";";
 }
 
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
@@ -540,7 +540,7 @@ ClangRenderer::ClangRenderer() {
   float4_fmt = "(float4)";
   float4_style = {"{", "}"};
   gep_arr_threshold = 0;
-  reg_align = " __attribute__((aligned(32)))";
+  vector_width = __builtin_cpu_supports("avx512f") ? 16 : 8;  // the host's: kernels are compiled with -march=native
   infinity = "__builtin_inff()";
   nan = "__builtin_nanf(\"\")";
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";

@@ -81,9 +81,10 @@ class CStyleLanguage {
   std::string float4_fmt = "";  // how a vector literal starts, with "float4" standing for the type; empty: none
   std::pair<std::string, std::string> float4_style{"(", ")"};
   int64_t gep_arr_threshold = 4;
-  // a register array's alignment, so its slices load and store as vectors (clang's); empty: the C has no SIMD shaping
-  std::string reg_align;
-  // kernels shaped for vector units (SIMD=1, and a renderer that can): folded accumulators, 8-wide float accesses
+  // floats in the target's vector register (clang: 16 with AVX-512, else 8); 0: the C has no SIMD shaping
+  int64_t vector_width = 0;
+  // kernels shaped for vector units (SIMD=1, and a renderer that can): folded accumulators, vector-wide float accesses,
+  // register arrays aligned to the vector
   bool simd_vectors() const;
   std::unordered_map<DTypeId, std::string> type_map;
   std::string infinity = "INFINITY", nan = "NAN";

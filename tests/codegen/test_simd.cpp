@@ -1,5 +1,6 @@
 // The CPU kernels' SIMD shaping (SIMD=1, where tinygrad.cpp departs from tinygrad): the heuristic's register tile
-// (simd_upcast: 8 lanes on the axis one input reads contiguously, rows on an axis only the other input moves along),
+// (simd_upcast: a vector register's lanes, 8 or 16, on the axis one input reads contiguously, rows on an axis only the
+// other input moves along),
 // accumulators folded into vector loads and stores, and the results of such kernels against plain loops.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,12 @@ UOp only_kernel(const Tensor& t) {
   throw Error("no kernel");
 }
 
+ClangRenderer with_width(int64_t w) {  // the host's width is one of these; both render anywhere
+  ClangRenderer r;
+  r.vector_width = w;
+  return r;
+}
+
 std::vector<float> randv(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(-1, 1);
@@ -35,17 +42,26 @@ TEST(Simd, MatmulGetsARegisterTile) {
   // (256 x 64) @ (64 x 256): B is contiguous along n and A broadcast along it; A moves along m with stride 64
   UOp ast = only_kernel(Tensor::empty({256, 64}).matmul(Tensor::empty({64, 256})));
   Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
-  ASSERT_GE(k.applied_opts.size(), 2u);
-  EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
-  EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
-  // a small one (under 4M multiply-adds) gets 4 rows: its codegen would cost more than the bigger tile saves
-  Scheduler small = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48}))), caps_of(ClangRenderer())));
-  ASSERT_GE(small.applied_opts.size(), 2u);
-  EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
-  for (auto& o : k.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
-  std::string src = to_program(k.get_optimized_ast("test"), ClangRenderer())->kernel.src;
-  EXPECT_NE(src.find("__attribute__((aligned(32)))"), std::string::npos) << src;
-  EXPECT_NE(src.find("*((float8*)((buf0+"), std::string::npos) << src;
+  for (int64_t w : {8, 16}) {
+    ClangRenderer ren = with_width(w);
+    std::string fw = "float" + std::to_string(w);
+    Scheduler kw = hand_coded_optimizations(Scheduler(ast, caps_of(ren)));
+    ASSERT_GE(kw.applied_opts.size(), 2u);
+    EXPECT_EQ(kw.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    EXPECT_EQ(kw.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
+    // a small one (under 4M multiply-adds) gets 4 rows: its codegen would cost more than the bigger tile saves
+    Scheduler small = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48}))), caps_of(ren)));
+    ASSERT_GE(small.applied_opts.size(), 2u);
+    EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
+    for (auto& o : kw.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
+    std::string src = to_program(kw.get_optimized_ast("test"), ren)->kernel.src;
+    EXPECT_NE(src.find("__attribute__((aligned(" + std::to_string(4 * w) + ")))"), std::string::npos) << src;
+    EXPECT_NE(src.find("*((" + fw + "*)((buf0+"), std::string::npos) << src;
+  }
+  // 40 columns are not a multiple of 16: half a vector
+  Scheduler odd = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({256, 64}).matmul(Tensor::empty({64, 40}))), caps_of(with_width(16))));
+  ASSERT_FALSE(odd.applied_opts.empty());
+  EXPECT_EQ(odd.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
 
   Context tinygrad_kernels({{"SIMD", 0}});
   Scheduler t = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
@@ -64,25 +80,29 @@ TEST(Simd, LanesAreInnermostInTheAccumulators) {
     if (c.src(0).op() == Ops::SINK)
       for (auto& u : c.src(0).toposort()) if (u.op() == Ops::REDUCE) ast = c.src(0);  // the convolution, not the weights' copy
   ASSERT_TRUE(ast.get());
-  std::string src = to_program(ast, ClangRenderer())->kernel.src;
-  size_t at = src.find("*((float8*)((buf0+0))) = (float8){");
-  ASSERT_NE(at, std::string::npos) << src;
-  std::string line = src.substr(at, src.find('\n', at) - at);
-  // lane j reads "(accj+(S*W[j]))": the same scalar S in all 8
-  std::vector<std::string> scalars;
-  for (size_t p = line.find("]+("); p != std::string::npos; p = line.find("]+(", p + 1)) scalars.push_back(line.substr(p + 3, line.find('*', p) - p - 3));
-  ASSERT_EQ(scalars.size(), 8u) << line;
-  for (auto& sc : scalars) EXPECT_EQ(sc, scalars[0]) << line;
+  for (int64_t w : {8, 16}) {
+    std::string src = to_program(ast, with_width(w))->kernel.src, fw = "float" + std::to_string(w);
+    size_t at = src.find("*((" + fw + "*)((buf0+0))) = (" + fw + "){");
+    ASSERT_NE(at, std::string::npos) << src;
+    std::string line = src.substr(at, src.find('\n', at) - at);
+    // lane j reads "(accj+(S*W[j]))": the same scalar S in all lanes
+    std::vector<std::string> scalars;
+    for (size_t p = line.find("]+("); p != std::string::npos; p = line.find("]+(", p + 1)) scalars.push_back(line.substr(p + 3, line.find('*', p) - p - 3));
+    ASSERT_EQ(scalars.size(), size_t(w)) << line;
+    for (auto& sc : scalars) EXPECT_EQ(sc, scalars[0]) << line;
+  }
 }
 
 TEST(Simd, NoTileWithoutAContiguousAndABroadcastInput) {
   // a sum over rows: one input, nothing broadcast; an int matmul: no float lanes
-  Scheduler s(only_kernel(Tensor::empty({64, 48}).sum(0)), caps_of(ClangRenderer()));
-  for (auto& o : hand_coded_optimizations(s).applied_opts) EXPECT_FALSE(o.op == OptOps::UPCAST && o.arg == Arg(int64_t(8)));
-  Scheduler i(only_kernel(Tensor::empty({64, 32}, dtypes::int32).matmul(Tensor::empty({32, 48}, dtypes::int32))), caps_of(ClangRenderer()));
-  auto opts = hand_coded_optimizations(i).applied_opts;
-  ASSERT_FALSE(opts.empty());
-  EXPECT_FALSE(opts[0] == (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
+  for (int64_t w : {8, 16}) {
+    Scheduler s(only_kernel(Tensor::empty({64, 48}).sum(0)), caps_of(with_width(w)));
+    for (auto& o : hand_coded_optimizations(s).applied_opts) EXPECT_FALSE(o.op == OptOps::UPCAST && (o.arg == Arg(int64_t(8)) || o.arg == Arg(w)));
+    Scheduler i(only_kernel(Tensor::empty({64, 32}, dtypes::int32).matmul(Tensor::empty({32, 48}, dtypes::int32))), caps_of(with_width(w)));
+    auto opts = hand_coded_optimizations(i).applied_opts;
+    ASSERT_FALSE(opts.empty());
+    EXPECT_FALSE(opts[0] == (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}) || opts[0] == (Opt{OptOps::UPCAST, 1, Arg(w)}));
+  }
 }
 
 TEST(Simd, TiledKernelsMatchPlainLoops) {
