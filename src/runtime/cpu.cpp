@@ -2,17 +2,19 @@
 // on a persistent pool. The calling convention is in runtime/device.h.
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 
 #include "runtime/clang.h"
 #include "runtime/device.h"
 #include "runtime/threadpool.h"
 #include "tg/error.h"
-#include "util/process.h"
 
 namespace tg {
 
@@ -57,18 +59,24 @@ class CpuDevice : public Device {
   }
 
   std::unique_ptr<Program> load(const std::string& name, const std::string& binary) override {
-    TempDir dir;  // the file can go once it is mapped
-    auto path = dir.path() / "kernel.so";
-    {
-      std::ofstream f(path, std::ios::binary);
-      f.write(binary.data(), std::streamsize(binary.size()));
-      if (!f) throw Error("cannot write a compiled kernel to " + path.string());
+    // glibc hands back an already loaded object when the path or the file's (device, inode) matches one: the pid
+    // and a counter keep this process from naming two files alike, mkstemps other processes; the file can go once
+    // it is mapped
+    std::string path = (std::filesystem::temp_directory_path() / ("tg-" + std::to_string(getpid()) + "-" + std::to_string(so_count_++) + "-XXXXXX.so")).string();
+    int fd = mkstemps(path.data(), 3);
+    if (fd < 0) throw Error("cannot create a file for a compiled kernel in " + std::filesystem::temp_directory_path().string());
+    struct Unlink { const std::string& p; ~Unlink() { ::unlink(p.c_str()); } } unlink_after{path};
+    bool written = true;
+    for (size_t off = 0; off < binary.size() && written;) {
+      ssize_t n = ::write(fd, binary.data() + off, binary.size() - off);
+      if (n > 0) off += size_t(n);
+      else written = n < 0 && errno == EINTR;
     }
+    if (::close(fd) != 0 || !written) throw Error("cannot write a compiled kernel to " + path);
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw Error("cannot load the compiled kernel '" + name + "': " + dlerror());
-    // glibc hands back an already loaded object when the path or the file's (device, inode) matches one
     link_map* lm = nullptr;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || path.string() != lm->l_name) {
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || path != lm->l_name) {
       std::string other = lm && lm->l_name ? lm->l_name : "?";
       dlclose(h);
       throw Error("loading the kernel '" + name + "' returned another loaded library (" + other + ")");
@@ -94,6 +102,7 @@ class CpuDevice : public Device {
 
  private:
   ThreadPool pool_;
+  std::atomic<uint64_t> so_count_{0};
 };
 
 }  // namespace

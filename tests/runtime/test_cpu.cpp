@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -83,6 +86,30 @@ void neg(void* const* bufs, const long long* vars, int core_id) {
   a.copyout(va, sizeof va);
   for (int i = 0; i < 8; i++) EXPECT_EQ(vo[i], int64_t(-va[i]) * 3 + (int64_t(1) << 33));
   EXPECT_EQ(va[5], -2000000000);
+}
+
+TEST(CpuKernel, SameNamedKernelsStayApart) {
+  // many programs named alike, all loaded at once (as kernels named E_27_2 are): each runs its own code, and no
+  // file is left behind
+  Device& d = get_device("CPU");
+  auto count_files = [] {
+    size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+      n += e.path().filename().string().starts_with("tg-" + std::to_string(getpid()) + "-");
+    return n;
+  };
+  std::vector<std::unique_ptr<Program>> progs;
+  for (int i = 0; i < 40; i++)
+    progs.push_back(d.load("k", d.compile("void k(void* const* b, const long long* v, int c) { *(int*)b[0] = " + std::to_string(i) + "; }")));
+  Buffer out("CPU", 1, dtypes::int32);
+  void* bufs[] = {out.ptr()};
+  for (int i = 0; i < 40; i++) {
+    progs[size_t(i)]->launch(bufs, {});
+    int r = -1;
+    out.copyout(&r, 4);
+    EXPECT_EQ(r, i);
+  }
+  EXPECT_EQ(count_files(), 0u);
 }
 
 TEST(CpuKernel, ThreadedLaunchFillsEverySlice) {
