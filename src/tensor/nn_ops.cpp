@@ -220,7 +220,11 @@ CallInfo conv_call_info(const ConvArgs& a) {
     // inner loop would test the window against the borders
     TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
     Tensor dx = pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0).cast(x.dtype());
-    Tensor dw = conv_windows(stored_input(x), w, a).gradient({w}, channel_last(grad, 1))[0];
+    // in a FUNCTION body too, so its stored input is the forward's node once both are inlined: one copy, not two
+    Tensor wp = w.as_param(1);
+    Tensor dw = wrap(make_function(uop_of(conv_windows(stored_input(x.as_param(0)), wp, a).gradient({wp}, channel_last(grad.as_param(2), 1))[0]),
+                                   {uop_of(x), uop_of(w), uop_of(grad)}, CallInfo())
+                         .gettuple(0));
     return {dx, dw};
   };
   return infos.emplace(key, call_info_with(grad_fxn, std::nullopt)).first->second;
