@@ -371,7 +371,8 @@ UOp UOp::make(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   void* mem = alloc_node(uint32_t(src.size()));
   UOpNode* n = new (mem) UOpNode{0, op, dtype, uint32_t(src.size()), h, arg, tag};
   UOp* out = const_cast<UOp*>(n->srcs());
-  for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]);
+  n->ops_below.add(op);
+  for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]), n->ops_below = n->ops_below | src.ptr[i].get()->ops_below;
   t.insert(n);
   return UOp(n);
 }
@@ -575,9 +576,6 @@ bool UOp::in_backward_slice_with_self(const UOp& x) const {
   for (auto* n : topo_nodes()) if (n == x.get()) return true;
   return false;
 }
-bool UOp::op_in_backward_slice_with_self(OpSet ops) const {
-  for (auto* n : topo_nodes()) if (ops.has(n->op)) return true;
-  return false;
-}
+bool UOp::op_in_backward_slice_with_self(OpSet ops) const { return p->ops_below.intersects(ops); }
 
 }  // namespace tg

@@ -327,6 +327,7 @@ struct UOpNode {
   uint32_t nsrc;
   size_t hash;
   Arg arg, tag;
+  OpSet ops_below;  // the ops of this node and of every node below it
   // lazily computed properties
   mutable bool have_minmax = false;
   mutable uint8_t addrspace = 0;  // UOp::addrspace(), once computed: 1 none, else the AddrSpace + 1
