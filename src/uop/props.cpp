@@ -440,9 +440,14 @@ std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
   }
   if (GroupOp::Unary.has(u.op()) || u.op() == CAST) return src_shape(0);
   if (GroupOp::Broadcastable.has(u.op())) {
+    // a failed source decides the outcome (its error is the first): nothing after it is looked at
     const auto& s0 = src_opt(0);  // mostly every source has this shape: nothing to broadcast
+    if (!err.empty()) return std::nullopt;
     bool same = s0.has_value();
-    for (size_t i = 1; same && i < u.src().size(); i++) same = src_opt(i) == s0;
+    for (size_t i = 1; same && i < u.src().size(); i++) {
+      same = src_opt(i) == s0;
+      if (!err.empty()) return std::nullopt;
+    }
     if (same) return s0;
     std::vector<Shape> shapes;
     for (size_t i = 0; i < u.src().size(); i++) shapes.push_back(src_shape(i));
