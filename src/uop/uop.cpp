@@ -543,8 +543,24 @@ UOp uop_shr(const UOp& a, const UOp& b) { return a.binop(Ops::SHR, b); }
 
 // ***** 6. graph properties: toposort, key, shape *****
 
+namespace {
+std::vector<UOpNode::Cache*>* const free_caches = new std::vector<UOpNode::Cache*>();  // never destroyed, like free_nodes
+}
+UOpNode::Cache& UOpNode::props() const {
+  if (!cache) {
+    if (free_caches->empty()) cache.reset(new Cache());
+    else cache.reset(new (free_caches->back()) Cache()), free_caches->pop_back();
+  }
+  return *cache;
+}
+void UOpNode::CacheDeleter::operator()(Cache* c) const {
+  c->~Cache();
+  if (free_caches->size() < 65536) free_caches->push_back(c);
+  else ::operator delete(c);
+}
+
 const std::vector<const UOpNode*>& UOp::topo_nodes() const {
-  if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
+  p->props();
   auto& topo = p->cache->topo;
   if (topo) return *topo;
   std::vector<const UOpNode*> out;

@@ -334,14 +334,16 @@ struct UOpNode {
   mutable ConstVal vmin, vmax;
   struct Cache {
     std::optional<std::optional<Shape>> shape;
-    std::string shape_error;  // set where computing the shape failed
+    std::shared_ptr<const std::string> shape_error;  // set where computing the shape failed (shared by the nodes above)
     std::optional<std::optional<Shape>> max_shape;  // renderer/cstyle.cpp
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
     std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp
     std::optional<std::optional<std::string>> device;  // tensor_uop.cpp, where the fast path does not find it
   };
-  mutable std::unique_ptr<Cache> cache;
+  struct CacheDeleter { void operator()(Cache* c) const; };
+  mutable std::unique_ptr<Cache, CacheDeleter> cache;
+  Cache& props() const;  // the cache, made on first use (from a free list: graphs churn nodes)
   const UOp* srcs() const { return reinterpret_cast<const UOp*>(this + 1); }
 };
 static_assert(sizeof(UOpNode) % alignof(UOp) == 0);
