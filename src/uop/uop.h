@@ -272,8 +272,11 @@ class UOp {
   const UOpNode* p = nullptr;
 };
 
-// -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order
-int tuplize_compare(const UOp& a, const UOp& b);
+// -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order. A memo
+// (uop/nodemap.h) keeps the results for pairs with sources: sorting a graph's nodes compares deep chains of one op
+// level by level again and again
+class TuplizeMemo;
+int tuplize_compare(const UOp& a, const UOp& b, TuplizeMemo* memo = nullptr);
 size_t live_uops();  // nodes alive now (for leak tests)
 // called with each BUFFER node as it is freed (the engine drops the runtime buffer it owned); must not build UOps
 void set_buffer_release_hook(void (*hook)(const UOpNode*));
