@@ -176,12 +176,13 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
 
 // the checks of one pattern node that need neither its sources nor the captures: inlined where patterns are tried, so
 // the many rejections cost no call
+[[gnu::always_inline]] inline bool shallow_ok(const UPatNode* p, const UOpNode* u) {
+  return !p->alternatives.empty() ||
+         !((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || u->nsrc < p->required_len ||
+           (p->strict_len && u->nsrc != p->required_len) || (p->arg && !p->arg->matches(u->arg)));
+}
 [[gnu::always_inline]] inline bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
-  if (p->alternatives.empty() &&
-      ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || u->nsrc < p->required_len ||
-       (p->strict_len && u->nsrc != p->required_len) || (p->arg && !p->arg->matches(u->arg))))
-    return false;
-  return match_bound(p, u, rest, st);
+  return shallow_ok(p, u) && match_bound(p, u, rest, st);
 }
 
 [[gnu::noinline]] bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
@@ -202,10 +203,15 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
     Pending inline_buf[8];
     std::vector<Pending> heap;
     Pending* chain = n <= 8 ? inline_buf : (heap.resize(n), heap.data());
+    // an order with a source failing the shallow checks is dropped before its chain is built (no rule runs before the
+    // whole chain matched, so nothing else changes); match_list then skips those checks
     auto try_order = [&](const std::vector<UPat>* order) {
       if (n == 0) return match_list(rest, st);
-      for (uint32_t i = 0; i < n; i++)
-        chain[i] = {order ? (*order)[i].get() : p->repeat.get(), u->srcs()[i].get(), i + 1 < n ? &chain[i + 1] : rest};
+      for (uint32_t i = 0; i < n; i++) {
+        const UPatNode* sp = order ? (*order)[i].get() : p->repeat.get();
+        if (!shallow_ok(sp, u->srcs()[i].get())) return false;
+        chain[i] = {sp, u->srcs()[i].get(), i + 1 < n ? &chain[i + 1] : rest};
+      }
       return match_list(chain, st);
     };
     if (p->kind == UPat::SrcKind::Repeat) ok = try_order(nullptr);
@@ -216,7 +222,7 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
 }
 
 bool match_list(const Pending* todo, MatchState& st) {
-  if (todo) return match_one(todo->pat, todo->node, todo->next, st);
+  if (todo) return match_bound(todo->pat, todo->node, todo->next, st);
   // every pattern node matched: ask the rule
   UOp r = (*st.fn)(st.m);
   if (!r) return false;
