@@ -137,12 +137,13 @@ std::vector<UOp> linearize(const UOp& sink) {
   // number the nodes in the "ideal" order: by priority, then tinygrad's tuplize order (a stable sort, as Python's)
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; i++) order[i] = i;
+  TuplizeMemo memo;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Prio &pa = prio[a], &pb = prio[b];
     if (pa.run_count != pb.run_count) return pa.run_count < pb.run_count;
     if (pa.priority != pb.priority) return pa.priority < pb.priority;
     if (pa.extra != pb.extra) return pa.extra < pb.extra;
-    return tuplize_compare(lst[a], lst[b]) < 0;
+    return tuplize_compare(lst[a], lst[b], &memo) < 0;
   });
   std::vector<size_t> nkey(n);
   for (size_t i = 0; i < n; i++) nkey[order[i]] = i;

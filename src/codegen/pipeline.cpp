@@ -60,6 +60,12 @@ UOp rewrite(const char* name, const UOp& s, const PatternMatcher& pm, void* ctx 
   o.ctx = ctx, o.bottom_up = bottom_up, o.walk = walk;
   return tracked(name, [&] { return graph_rewrite(s, pm, o); });
 }
+// the renderer as ctx: the rules only read it
+UOp rewrite(const char* name, const UOp& s, const PatternMatcher& pm, const CStyleLanguage& ren) {
+  RewriteOpts o;
+  o.ctx = const_cast<CStyleLanguage*>(&ren), o.ctx_read_only = true;
+  return tracked(name, [&] { return graph_rewrite(s, pm, o); });
+}
 OpSet supported_ops(const CStyleLanguage& ren) {
   OpSet s;
   for (auto& [op, _] : ren.code_for_op) s.add(op);
@@ -97,7 +103,6 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
                               add_images = simple + ew_devectorizer() + pm_simplify_add_image(), extra_sym = sym_all + indexing_simplify(),
                               lower_index = simple + pm_lower_index_dtype() + indexing_simplify();
   SharedMemoScope memo_scope;  // the passes simplify the same index expressions again
-  void* rctx = const_cast<CStyleLanguage*>(&ren);
   std::unordered_map<UOp, UOp> range_ctx;
 
   // preprocess (multi_pm is for in-kernel shards: not ported)
@@ -119,11 +124,11 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("remove_reduces", sink, remove_reduces, &rc);
   int64_t local_slot = 0;
   sink = rewrite("pm_add_local_buffers", sink, pm_add_local_buffers(), &local_slot);
-  sink = rewrite("pm_add_gpudims", sink, pm_add_gpudims(), rctx);
+  sink = rewrite("pm_add_gpudims", sink, pm_add_gpudims(), ren);
 
   // ** lower to code **
   sink = rewrite("add_loads", sink, add_loads);
-  sink = rewrite("devectorize", sink, devectorize, rctx);
+  sink = rewrite("devectorize", sink, devectorize, ren);
   sink = rewrite("sym_all", sink, sym_all);
   sink = tracked("memory_coalescing", [&] { return memory_coalescing(sink, ren); });
   sink = rewrite("add_images", sink, add_images, nullptr, true);
@@ -138,9 +143,9 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("decomp_early", sink, d.early);
   // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
   sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
-  sink = rewrite("decomp_late", sink, d.late, rctx);
+  sink = rewrite("decomp_late", sink, d.late, ren);
   sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());
-  sink = rewrite("decomp_final", sink, d.final, rctx);
+  sink = rewrite("decomp_final", sink, d.final, ren);
   sink = rewrite("pm_casted_consts", sink, pm_casted_consts(), nullptr, false, true);
   // pm_implicit_barriers: only LOCAL memory needs barriers, the CPU has none
   sink = tracked("add_control_flow", [&] { return add_control_flow(sink); });

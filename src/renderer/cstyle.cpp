@@ -104,7 +104,7 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
 
 const std::optional<Shape>& lin_max_shape(const UOp& u) {
   const UOpNode* n = u.get();
-  if (!n->cache) n->cache = std::make_unique<UOpNode::Cache>();
+  n->props();
   if (!n->cache->max_shape) n->cache->max_shape = max_shape_impl(u);
   return *n->cache->max_shape;
 }

@@ -441,7 +441,7 @@ UOp run_rangeify(const UOp& tsink_in) {
         return b.replace({.arg = make_arg(std::move(n))});
       },
   };
-  return graph_rewrite(tsink, pm_fix_deviceless, &dev);
+  return graph_rewrite(tsink, pm_fix_deviceless, RewriteOpts{.ctx = &dev, .ctx_read_only = true});
 }
 
 }  // namespace tg

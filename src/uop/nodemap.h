@@ -1,6 +1,7 @@
 #pragma once
 // A flat open-addressing map keyed by UOp (holding a reference, so a key's address is never reused while it is in
 // the map). The rewrite engine's memo tables live here: no per-entry allocation, one probe sequence per lookup.
+#include <algorithm>
 #include <vector>
 
 #include "uop/uop.h"
@@ -58,6 +59,34 @@ template <class V> class NodeMap {
   }
   std::vector<Slot> slots_;
   std::vector<uint32_t> used_;  // occupied slots, so clearing costs what was inserted
+  size_t mask_ = 0, count_ = 0;
+};
+
+// tuplize_compare's results by pair of nodes; the keys are raw pointers: the caller keeps the nodes alive
+class TuplizeMemo {
+ public:
+  int8_t* find(const UOpNode* a, const UOpNode* b) {
+    if (!count_) return nullptr;
+    for (size_t i = slot(a, b);; i = (i + 1) & mask_) {
+      if (!slots_[i].a) return nullptr;
+      if (slots_[i].a == a && slots_[i].b == b) return &slots_[i].v;
+    }
+  }
+  void set(const UOpNode* a, const UOpNode* b, int8_t v) {
+    if ((count_ + 1) * 2 > slots_.size()) {
+      std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+      old.swap(slots_), mask_ = slots_.size() - 1, count_ = 0;
+      for (auto& s : old) if (s.a) set(s.a, s.b, s.v);
+    }
+    size_t i = slot(a, b);
+    while (slots_[i].a) i = (i + 1) & mask_;
+    slots_[i] = {a, b, v}, count_++;
+  }
+
+ private:
+  struct Slot { const UOpNode *a = nullptr, *b = nullptr; int8_t v = 0; };
+  size_t slot(const UOpNode* a, const UOpNode* b) const { return (node_ptr_hash(a) ^ (node_ptr_hash(b) >> 7)) & mask_; }
+  std::vector<Slot> slots_;  // allocated on the first result
   size_t mask_ = 0, count_ = 0;
 };
 

@@ -47,6 +47,7 @@ struct OpSet {
   constexpr bool has(Ops o) const { return w[unsigned(o) >> 6] >> (unsigned(o) & 63) & 1; }
   constexpr bool empty() const { return !w[0] && !w[1]; }
   constexpr bool subset_of(const OpSet& o) const { return !(w[0] & ~o.w[0]) && !(w[1] & ~o.w[1]); }
+  constexpr bool intersects(const OpSet& o) const { return (w[0] & o.w[0]) || (w[1] & o.w[1]); }
   constexpr int count() const { return __builtin_popcountll(w[0]) + __builtin_popcountll(w[1]); }
   constexpr OpSet operator|(const OpSet& o) const { OpSet r; r.w[0] = w[0] | o.w[0]; r.w[1] = w[1] | o.w[1]; return r; }
   constexpr OpSet operator-(const OpSet& o) const { OpSet r; r.w[0] = w[0] & ~o.w[0]; r.w[1] = w[1] & ~o.w[1]; return r; }

@@ -330,17 +330,23 @@ Shape broadcast_shapes(Ops op, const std::vector<Shape>& shapes) {
 
 // a source's failure and a symbolic shape argument are not thrown: they go to err (the first one wins, as a throw
 // would), the computation goes on with a placeholder, and the caller drops whatever comes out; other errors are thrown
-std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
+std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::string>& err) {
   using enum Ops;
   auto src_opt = [&](size_t i) -> const std::optional<Shape>& {
     static const std::optional<Shape> none;
     if (const auto* s = u.src(i).shape_if_valid()) return *s;
-    if (err.empty()) err = u.src(i).get()->cache->shape_error;
+    if (!err) err = u.src(i).get()->cache->shape_error;
     return none;
+  };
+  auto as_shape = [&](const UOp& x, std::shared_ptr<const std::string>& e) {
+    std::string msg;
+    Shape s = tg::as_shape(x, msg);
+    if (!msg.empty() && !e) e = std::make_shared<const std::string>(std::move(msg));
+    return s;
   };
   auto src_shape = [&](size_t i) -> Shape {
     const auto& s = src_opt(i);
-    if (!s && err.empty()) throw Error(std::string(op_name(u.op())) + " requires a shape, but its source " + std::string(op_name(u.src(i).op())) + " has none");
+    if (!s && !err) throw Error(std::string(op_name(u.op())) + " requires a shape, but its source " + std::string(op_name(u.src(i).op())) + " has none");
     return s.value_or(Shape{});
   };
   switch (u.op()) {
@@ -440,9 +446,14 @@ std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
   }
   if (GroupOp::Unary.has(u.op()) || u.op() == CAST) return src_shape(0);
   if (GroupOp::Broadcastable.has(u.op())) {
+    // a failed source decides the outcome (its error is the first): nothing after it is looked at
     const auto& s0 = src_opt(0);  // mostly every source has this shape: nothing to broadcast
+    if (err) return std::nullopt;
     bool same = s0.has_value();
-    for (size_t i = 1; same && i < u.src().size(); i++) same = src_opt(i) == s0;
+    for (size_t i = 1; same && i < u.src().size(); i++) {
+      same = src_opt(i) == s0;
+      if (err) return std::nullopt;
+    }
     if (same) return s0;
     std::vector<Shape> shapes;
     for (size_t i = 0; i < u.src().size(); i++) shapes.push_back(src_shape(i));
@@ -453,17 +464,17 @@ std::optional<Shape> compute_shape(const UOp& u, std::string& err) {
 }  // namespace
 
 const std::optional<Shape>* UOp::shape_if_valid() const {
-  if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
+  p->props();
   UOpNode::Cache& c = *p->cache;
-  if (!c.shape && c.shape_error.empty()) {
-    std::string err;
+  if (!c.shape && !c.shape_error) {
+    std::shared_ptr<const std::string> err;
     try {
       std::optional<Shape> s = compute_shape(*this, err);
-      if (err.empty()) c.shape = std::move(s);
+      if (!err) c.shape = std::move(s);
     } catch (const Error& e) {
-      if (err.empty()) err = e.what();
+      if (!err) err = std::make_shared<const std::string>(e.what());
     } catch (...) {
-      if (err.empty()) throw;  // where an earlier failure was recorded, it is the one a throw would have reported
+      if (!err) throw;  // where an earlier failure was recorded, it is the one a throw would have reported
     }
     c.shape_error = std::move(err);
   }
@@ -471,7 +482,7 @@ const std::optional<Shape>* UOp::shape_if_valid() const {
 }
 const std::optional<Shape>& UOp::shape_opt() const {
   if (const auto* s = shape_if_valid()) return *s;
-  throw Error(p->cache->shape_error);
+  throw Error(*p->cache->shape_error);
 }
 const Shape& UOp::shape() const {
   const auto& s = shape_opt();
@@ -490,7 +501,7 @@ const std::array<uint8_t, 32>& UOp::key() const {
     std::string head = os.str();
     h.update(head.data(), head.size());
     for (uint32_t i = 0; i < n->nsrc; i++) h.update(n->srcs()[i].get()->cache->key->data(), 32);
-    if (!n->cache) n->cache = std::make_unique<UOpNode::Cache>();
+    n->props();
     n->cache->key = h.digest();
   }
   return *p->cache->key;

@@ -56,7 +56,7 @@ const std::vector<UOp>& own_ranges(const UOp& u) {
       continue;
     }
     std::vector<UOp> r = compute_ranges(x);
-    if (!xn->cache) xn->cache = std::make_unique<UOpNode::Cache>();
+    xn->props();
     xn->cache->ranges = std::move(r);
   }
   return *n->cache->ranges;

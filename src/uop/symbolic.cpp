@@ -1,6 +1,7 @@
 // The symbolic rules (tinygrad's uop/symbolic.py), in phases: 1. generic folding, 2. symbolic, 3. valid-aware sym.
 #include "uop/symbolic.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -554,14 +555,23 @@ const PatternMatcher& sym() {
 
 // ***** 4. tuplize order *****
 
-int tuplize_compare(const UOp& a, const UOp& b) {
+namespace {
+// memo is used below the top: a pair of sources is what sorting meets again
+int tuplize_cmp(const UOp& a, const UOp& b, TuplizeMemo* top, TuplizeMemo* memo) {
   if (a == b) return 0;
   if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;
   if (!(a.arg().none() && b.arg().none()) && !(a.arg() == b.arg())) if (int c = arg_compare(a.arg(), b.arg())) return c;
   if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
   size_t n = std::min(a.src().size(), b.src().size());
-  for (size_t i = 0; i < n; i++) if (int c = tuplize_compare(a.src(i), b.src(i))) return c;
-  return a.src().size() < b.src().size() ? -1 : a.src().size() > b.src().size() ? 1 : 0;
+  if (memo && n) if (const int8_t* c = memo->find(a.get(), b.get())) return *c;
+  int c = 0;
+  for (size_t i = 0; i < n && !c; i++) c = tuplize_cmp(a.src(i), b.src(i), top, top);
+  if (!c) c = a.src().size() < b.src().size() ? -1 : a.src().size() > b.src().size() ? 1 : 0;
+  if (memo && n) memo->set(a.get(), b.get(), int8_t(c));
+  return c;
 }
+}  // namespace
+
+int tuplize_compare(const UOp& a, const UOp& b, TuplizeMemo* memo) { return tuplize_cmp(a, b, memo, nullptr); }
 
 }  // namespace tg

@@ -60,7 +60,7 @@ std::optional<std::string> UOp::device() const {
     n = n->srcs()[0].get();
   }
   // the full walk is cached on the node (realize asks every output for its device)
-  if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
+  p->props();
   auto& cached = p->cache->device;
   if (cached) return *cached;
   static thread_local std::vector<const UOpNode*> stack;  // reused: own_device never comes back here

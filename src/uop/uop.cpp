@@ -371,7 +371,8 @@ UOp UOp::make(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   void* mem = alloc_node(uint32_t(src.size()));
   UOpNode* n = new (mem) UOpNode{0, op, dtype, uint32_t(src.size()), h, arg, tag};
   UOp* out = const_cast<UOp*>(n->srcs());
-  for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]);
+  n->ops_below.add(op);
+  for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]), n->ops_below = n->ops_below | src.ptr[i].get()->ops_below;
   t.insert(n);
   return UOp(n);
 }
@@ -542,8 +543,24 @@ UOp uop_shr(const UOp& a, const UOp& b) { return a.binop(Ops::SHR, b); }
 
 // ***** 6. graph properties: toposort, key, shape *****
 
+namespace {
+std::vector<UOpNode::Cache*>* const free_caches = new std::vector<UOpNode::Cache*>();  // never destroyed, like free_nodes
+}
+UOpNode::Cache& UOpNode::props() const {
+  if (!cache) {
+    if (free_caches->empty()) cache.reset(new Cache());
+    else cache.reset(new (free_caches->back()) Cache()), free_caches->pop_back();
+  }
+  return *cache;
+}
+void UOpNode::CacheDeleter::operator()(Cache* c) const {
+  c->~Cache();
+  if (free_caches->size() < 65536) free_caches->push_back(c);
+  else ::operator delete(c);
+}
+
 const std::vector<const UOpNode*>& UOp::topo_nodes() const {
-  if (!p->cache) p->cache = std::make_unique<UOpNode::Cache>();
+  p->props();
   auto& topo = p->cache->topo;
   if (topo) return *topo;
   std::vector<const UOpNode*> out;
@@ -575,9 +592,6 @@ bool UOp::in_backward_slice_with_self(const UOp& x) const {
   for (auto* n : topo_nodes()) if (n == x.get()) return true;
   return false;
 }
-bool UOp::op_in_backward_slice_with_self(OpSet ops) const {
-  for (auto* n : topo_nodes()) if (ops.has(n->op)) return true;
-  return false;
-}
+bool UOp::op_in_backward_slice_with_self(OpSet ops) const { return p->ops_below.intersects(ops); }
 
 }  // namespace tg

@@ -272,8 +272,11 @@ class UOp {
   const UOpNode* p = nullptr;
 };
 
-// -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order
-int tuplize_compare(const UOp& a, const UOp& b);
+// -1/0/1: tinygrad's tuplize order (op, arg, dtype, *srcs), used to put commutative operands in canonical order. A memo
+// (uop/nodemap.h) keeps the results for pairs with sources: sorting a graph's nodes compares deep chains of one op
+// level by level again and again
+class TuplizeMemo;
+int tuplize_compare(const UOp& a, const UOp& b, TuplizeMemo* memo = nullptr);
 size_t live_uops();  // nodes alive now (for leak tests)
 // called with each BUFFER node as it is freed (the engine drops the runtime buffer it owned); must not build UOps
 void set_buffer_release_hook(void (*hook)(const UOpNode*));
@@ -327,20 +330,23 @@ struct UOpNode {
   uint32_t nsrc;
   size_t hash;
   Arg arg, tag;
+  OpSet ops_below;  // the ops of this node and of every node below it
   // lazily computed properties
   mutable bool have_minmax = false;
   mutable uint8_t addrspace = 0;  // UOp::addrspace(), once computed: 1 none, else the AddrSpace + 1
   mutable ConstVal vmin, vmax;
   struct Cache {
     std::optional<std::optional<Shape>> shape;
-    std::string shape_error;  // set where computing the shape failed
+    std::shared_ptr<const std::string> shape_error;  // set where computing the shape failed (shared by the nodes above)
     std::optional<std::optional<Shape>> max_shape;  // renderer/cstyle.cpp
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
     std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp
     std::optional<std::optional<std::string>> device;  // tensor_uop.cpp, where the fast path does not find it
   };
-  mutable std::unique_ptr<Cache> cache;
+  struct CacheDeleter { void operator()(Cache* c) const; };
+  mutable std::unique_ptr<Cache, CacheDeleter> cache;
+  Cache& props() const;  // the cache, made on first use (from a free list: graphs churn nodes)
   const UOp* srcs() const { return reinterpret_cast<const UOp*>(this + 1); }
 };
 static_assert(sizeof(UOpNode) % alignof(UOp) == 0);

@@ -176,12 +176,13 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
 
 // the checks of one pattern node that need neither its sources nor the captures: inlined where patterns are tried, so
 // the many rejections cost no call
+[[gnu::always_inline]] inline bool shallow_ok(const UPatNode* p, const UOpNode* u) {
+  return !p->alternatives.empty() ||
+         !((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || u->nsrc < p->required_len ||
+           (p->strict_len && u->nsrc != p->required_len) || (p->arg && !p->arg->matches(u->arg)));
+}
 [[gnu::always_inline]] inline bool match_one(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
-  if (p->alternatives.empty() &&
-      ((!p->ops.empty() && !p->ops.has(u->op)) || (!p->dts.any() && !p->dts.has(u->dtype)) || u->nsrc < p->required_len ||
-       (p->strict_len && u->nsrc != p->required_len) || (p->arg && !p->arg->matches(u->arg))))
-    return false;
-  return match_bound(p, u, rest, st);
+  return shallow_ok(p, u) && match_bound(p, u, rest, st);
 }
 
 [[gnu::noinline]] bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, MatchState& st) {
@@ -202,10 +203,15 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
     Pending inline_buf[8];
     std::vector<Pending> heap;
     Pending* chain = n <= 8 ? inline_buf : (heap.resize(n), heap.data());
+    // an order with a source failing the shallow checks is dropped before its chain is built (no rule runs before the
+    // whole chain matched, so nothing else changes); match_list then skips those checks
     auto try_order = [&](const std::vector<UPat>* order) {
       if (n == 0) return match_list(rest, st);
-      for (uint32_t i = 0; i < n; i++)
-        chain[i] = {order ? (*order)[i].get() : p->repeat.get(), u->srcs()[i].get(), i + 1 < n ? &chain[i + 1] : rest};
+      for (uint32_t i = 0; i < n; i++) {
+        const UPatNode* sp = order ? (*order)[i].get() : p->repeat.get();
+        if (!shallow_ok(sp, u->srcs()[i].get())) return false;
+        chain[i] = {sp, u->srcs()[i].get(), i + 1 < n ? &chain[i + 1] : rest};
+      }
       return match_list(chain, st);
     };
     if (p->kind == UPat::SrcKind::Repeat) ok = try_order(nullptr);
@@ -216,7 +222,7 @@ bool match_bound(const UPatNode* p, const UOpNode* u, const Pending* rest, Match
 }
 
 bool match_list(const Pending* todo, MatchState& st) {
-  if (todo) return match_one(todo->pat, todo->node, todo->next, st);
+  if (todo) return match_bound(todo->pat, todo->node, todo->next, st);
   // every pattern node matched: ask the rule
   UOp r = (*st.fn)(st.m);
   if (!r) return false;
@@ -287,6 +293,7 @@ void PatternMatcher::index() {
         if (const UPatNode* sp = p->orders[0][k].get(); sp->alternatives.empty()) c.src01[k] = sp->ops;
     }
     ops.each([&](Ops o) { by_op[size_t(o)].push_back(c); });
+    ops_ = ops_ | ops;
   }
   op_start_.assign(1, 0);
   cands_.clear();
@@ -355,6 +362,14 @@ struct RewriteContext {
   std::vector<Waiter> waiters;
   NodeMap<std::pair<int32_t, int32_t>> waitlist;  // node -> (first, last) index into waiters; first is -1 once released
   std::vector<UOp> tmp, fp_seen;
+  // the ops a rule of pm or bpm matches: a subgraph with none of them stays as it is and is not visited. Not with a
+  // ctx the rules may write to: skipping changes the order of the waits, so of the rules (a ctx may count calls)
+  OpSet active;
+  bool ctx_read_only = false;
+  void set_active() {
+    if (ctx && !ctx_read_only) active.w[0] = active.w[1] = ~uint64_t(0);
+    else active = (pm ? pm->ops() : OpSet{}) | (bpm ? bpm->ops() : OpSet{});
+  }
   void clear() {
     replace.clear(), bpm_cache.clear(), waitlist.clear(), waiters.clear(), stack.clear(), tmp.clear(), fp_seen.clear();
   }
@@ -380,6 +395,8 @@ struct RewriteContext {
   // a port of tinygrad's unified_rewrite: stage 0 visits (bottom-up rewrite, push sources), stage 1 rebuilds from
   // rewritten sources and applies the top-down matcher, stage 2 links a node to the result of its replacement
   UOp unified_rewrite(const UOp& root) {
+    set_active();
+    if (!root.get()->ops_below.intersects(active)) return root;
     stack.push_back({root, 0, {}});
     replace.try_emplace(root);
     auto done = [&](const UOp& n, UOp r) {
@@ -423,8 +440,10 @@ struct RewriteContext {
         std::span<const UOp> srcs = new_n.src();  // the node outlives the loop: the stack entry below holds it
         stack.push_back({std::move(e.n), 1, std::move(new_n)});
         for (size_t i = srcs.size(); i-- > 0;) {
-          if (!replace.try_emplace(srcs[i]).second) continue;  // queued already, or done
-          stack.push_back({srcs[i], 0, {}});
+          auto [r, fresh] = replace.try_emplace(srcs[i]);
+          if (!fresh) continue;  // queued already, or done
+          if (!srcs[i].get()->ops_below.intersects(active)) *r = srcs[i];
+          else stack.push_back({srcs[i], 0, {}});
         }
       } else if (e.stage == 1) {
         bool changed = false;
@@ -459,11 +478,13 @@ struct RewriteContext {
 
   // tinygrad's walk_rewrite: each node once, bottom-up results are not descended into, top-down results are final
   UOp walk_rewrite(const UOp& root) {
+    set_active();
     std::vector<std::pair<UOp, bool>> work{{root, false}};
     while (!work.empty()) {
       auto [n, processed] = std::move(work.back());
       work.pop_back();
       if (replace.contains(n)) continue;
+      if (!n.get()->ops_below.intersects(active)) { replace[n] = n; continue; }
       if (!processed) {
         if (bpm) {
           if (UOp r = cached_bpm_rewrite(n)) { replace[n] = r == bottom_up_gate() ? n : r; continue; }
@@ -584,6 +605,7 @@ UOp graph_rewrite(const UOp& sink, const PatternMatcher& pm, RewriteOpts opts) {
     if (SharedMemo* m = shared_memo(pm)) return shared_rewrite(*m, sink);
   return with_context([&](RewriteContext& rc) {
     rc.pm = opts.bottom_up ? nullptr : &pm, rc.bpm = opts.bottom_up ? &pm : opts.bpm, rc.ctx = opts.ctx, rc.enter_calls = opts.enter_calls;
+    rc.ctx_read_only = opts.ctx_read_only;
     return opts.walk ? rc.walk_rewrite(sink) : rc.unified_rewrite(sink);
   });
 }

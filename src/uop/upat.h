@@ -155,6 +155,7 @@ class PatternMatcher {
   // the first rule whose pattern matches and whose callback returns a new node wins; empty UOp if none
   UOp rewrite(const UOp& u, void* ctx = nullptr) const;
   const std::vector<Rule>& rules() const { return rules_; }
+  OpSet ops() const { return ops_; }  // the ops some rule matches at the top
 
  private:
   void index();
@@ -168,6 +169,7 @@ class PatternMatcher {
     bool any_order;
     OpSet early_reject, src01[2];
   };
+  OpSet ops_;
   std::vector<uint32_t> op_start_;
   std::vector<Candidate> cands_;
   std::shared_ptr<std::vector<struct RuleInfo>> infos_;
@@ -187,6 +189,7 @@ struct RewriteOpts {
   bool walk = false;         // one pass, results are not rewritten again (tinygrad's walk_rewrite)
   bool enter_calls = false;  // also rewrite the bodies of FUNCTIONs and CALLs of kernels/linears/copies
   bool share_memo = false;   // pm is top-down and ctx-free: results are kept for later rewrites inside the outermost one
+  bool ctx_read_only = false;  // the rules only read ctx, so the order they run in does not matter
 };
 // a CALL/FUNCTION whose src[0] is a body graph_rewrite leaves alone unless enter_calls
 bool is_opaque_call(const UOp& u);
