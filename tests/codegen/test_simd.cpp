@@ -49,9 +49,10 @@ TEST(Simd, MatmulGetsARegisterTile) {
     ASSERT_GE(kw.applied_opts.size(), 2u);
     EXPECT_EQ(kw.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
     EXPECT_EQ(kw.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
-    // a small one (under 4M multiply-adds) gets 4 rows: its codegen would cost more than the bigger tile saves
+    // a small one (under 4M multiply-adds) gets 8 lanes by 4 rows: its codegen would cost more than a bigger tile saves
     Scheduler small = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 32}).matmul(Tensor::empty({32, 48}))), caps_of(ren)));
     ASSERT_GE(small.applied_opts.size(), 2u);
+    EXPECT_EQ(small.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
     EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
     for (auto& o : kw.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
     std::string src = to_program(kw.get_optimized_ast("test"), ren)->kernel.src;

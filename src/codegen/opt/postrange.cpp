@@ -275,7 +275,7 @@ std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
 // the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
 // which clang's SLP vectorizer makes of the scalar code once the accumulators load and store as vectors
 // (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions.
-bool simd_upcast(Scheduler& k, int64_t max_rows) {
+bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
   std::vector<UOp> stored, loads;  // indices of the inputs
   for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
   for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
@@ -283,7 +283,7 @@ bool simd_upcast(Scheduler& k, int64_t max_rows) {
   auto rs = k.rngs();
   auto ups = k.upcastable_dims();
   for (auto a : ups) {
-    int64_t lanes = fs[a] % k.ren.vector_width == 0 ? k.ren.vector_width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
+    int64_t lanes = fs[a] % width == 0 ? width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
     if (lanes == 0) continue;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
@@ -341,9 +341,11 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   }
   for (auto it = to_upcast.rbegin(); it != to_upcast.rend(); ++it) k.apply_opt(Opt{OptOps::UPCAST, *it, Arg(int64_t(0))});
 
-  // (a small kernel gets a small tile: it runs in microseconds, and a big one costs its codegen more than that)
+  // (a small kernel gets a small tile, 8 lanes by 4 rows: it runs in microseconds, and a big one costs its codegen
+  // more than that)
+  bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
-              simd_upcast(k, prod(k.full_shape()) >= (int64_t(1) << 22) ? 16 : 4);
+              simd_upcast(k, big ? k.ren.vector_width : 8, big ? 16 : 4);
 
   // more upcasts of non reduce axes
   std::set<int64_t> upcasted_axis;
