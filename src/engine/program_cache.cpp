@@ -25,16 +25,18 @@ std::string compile_cached(Device& dev, const std::string& src) {
 }
 
 std::unique_ptr<Program> load_cached(Device& dev, const std::string& entry, const std::string& src) {
-  try {
-    return dev.load(entry, compile_cached(dev, src));
-  } catch (const Error&) {
-    std::string ck = dev.compiler_key();
-    if (ck.empty()) throw;
-    std::string bin = dev.compile(src);  // a compile error here is the real one
-    auto prg = dev.load(entry, bin);
-    diskcache_put("compile", program_cache_key(ck, src), bin);
-    return prg;
+  std::string ck = dev.compiler_key();
+  if (ck.empty()) return dev.load(entry, dev.compile(src));
+  std::string key = program_cache_key(ck, src);
+  if (auto hit = diskcache_get("compile", key)) {
+    try {
+      return dev.load(entry, *hit);
+    } catch (const Error&) {}  // a stored binary that does not load: compiled afresh below, and its entry replaced
   }
+  std::string bin = dev.compile(src);
+  auto prg = dev.load(entry, bin);
+  diskcache_put("compile", key, bin);
+  return prg;
 }
 
 }  // namespace tg
