@@ -254,7 +254,7 @@ UOp add_control_flow(const UOp& sink) {
 }
 
 const PatternMatcher& pm_split_ends() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       UPat(Ops::END, {}, {}, {}, "e") >> [](M m) -> UOp {
         UOp e = m["e"];
         std::vector<UOp> backedge, rest;
@@ -269,7 +269,7 @@ const PatternMatcher& pm_split_ends() {
         for (const UOp& r : rs) ret = ret.end({r});
         return ret.end(backedge);
       },
-  };
+  }.pure();
   return pm;
 }
 

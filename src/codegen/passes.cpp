@@ -85,7 +85,7 @@ std::string colored(const std::string& s, const std::string& color) {
 // ***** 1. codegen/simplify.py *****
 
 const PatternMatcher& pm_reduce_unparented() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(REDUCE, {}, {}, {}, "red") >> [](M m) {
         const UOp& red = m["red"];
         Ops rop = reduce_op(red);
@@ -100,7 +100,7 @@ const PatternMatcher& pm_reduce_unparented() {
         }
         return ret;
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -110,7 +110,7 @@ bool no_load(const UOp& u) { return !u.op_in_backward_slice_with_self(INDEX); }
 }  // namespace
 
 const PatternMatcher& pm_reduce_collapse() {
-  static const PatternMatcher pm = pm_reduce_unparented() + PatternMatcher{
+  static const PatternMatcher pm = (pm_reduce_unparented() + PatternMatcher{
       ((V("x") + V("y")).or_casted() < V("c")) >> [](M m) {
         return no_range(m["y"]) && no_range(m["c"]) ? m["x"] < (m["c"] - m["y"]) : UOp();
       },
@@ -142,7 +142,7 @@ const PatternMatcher& pm_reduce_collapse() {
         return m["y"].where(m["c"], cint(0)).reduce(tail(m["r"].src(), 1), ADD) * m["x"];
       },
       (V("x") * V("gate", dtypes::bool_).cast()) >> [](M m) { return m["gate"].where(m["x"], cint(0)); },
-  } + symbolic();
+  } + symbolic()).pure();
   return pm;
 }
 
@@ -185,13 +185,13 @@ UOp reduce_collapse(const UOp& red, UOp u, const PatternMatcher& pm) {
 }
 
 const PatternMatcher& pm_load_collapse() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(REDUCE, {}, {V("u"), U()}, Arg{int64_t(ADD), 0}, "red") >> [](M m) { return reduce_collapse(m["red"], m["u"], pm_reduce_load_collapse()); },
       // undo the index math moved onto a loaded index (it can overflow)
       ((V("x", dtypes::weakint) + V("y")) < V("c")) >> [](M m) {
         return no_load(m["y"]) && no_load(m["c"]) && !no_load(m["x"]) ? m["x"] < m["c"] - m["y"] : UOp();
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -298,7 +298,7 @@ UOp reduce_mul_chain(const UOp& r) {
 }  // namespace
 
 const PatternMatcher& sym_extra() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(GroupOp::ALU, {}, {U(STACK).src_repeat(V("x")), U(STACK).src_repeat(V("y"))}, {}, "alu") >> [](M m) {
         return UOp::stack({UOp::make(m["alu"].op(), {m["x"], m["y"]})});
       },
@@ -322,7 +322,7 @@ const PatternMatcher& sym_extra() {
         return r.replace({.src = cat({m["x"]}, tail(r.src(), 1))}) * UOp::const_(m["c"].val());
       },
       U(MUL).reduce({}, "r", true) >> [](M m) { return reduce_mul_chain(m["r"]); },
-  };
+  }.pure();
   return pm;
 }
 
@@ -350,25 +350,25 @@ UOp where_on_load(const UOp& cond, const UOp& buf, const UOp& idx, const UOp& or
 }  // namespace
 
 const PatternMatcher& pm_fold_invalid_access() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(STORE, {}, {U(INDEX, {}, {U(), invalid_pat}, {}, {}, true).or_casted(), U()}) >> [](M) { return UOp::make(NOOP, dtypes::void_, {}); },
       U(LOAD, {}, {U(INDEX, {}, {U(), invalid_pat}, {}, {}, true).or_casted()}, {}, "x", true) >> [](M m) {
         const UOp& x = m["x"];
         return x.src().size() > 1 ? x.src(1) : x.const_like(0);
       },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& pm_move_where_on_load() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       V("cond").where(V("buf").index({V("idx")}).or_casted("or_cast"), ufix_pat(0)) >> [](M m) {
         return where_on_load(m["cond"], m["buf"], m["idx"], m["or_cast"]);
       },
       V("cond").where(ufix_pat(0), V("buf").index({V("idx")}).or_casted("or_cast")) >> [](M m) {
         return where_on_load(m["cond"].logical_not(), m["buf"], m["idx"], m["or_cast"]);
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -390,7 +390,7 @@ const PatternMatcher& pm_clean_up_group_sink() {
 }
 
 const PatternMatcher& pm_remove_invalid() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       invalid_gate.named("w") >> [](M m) {
         const UOp& w = m["w"];
         return w.replace({.src = std::vector{m["cond"], m["x"], w.const_like(0)}});
@@ -402,7 +402,7 @@ const PatternMatcher& pm_remove_invalid() {
         for (auto& x : s.src()) { any |= x.is_invalid(); src.push_back(x.is_invalid() ? UOp::const_(0, s.dtype()) : x); }
         return any ? s.replace({.src = src}) : UOp();
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -643,14 +643,14 @@ UOp do_devectorize(const UOp& b) {
 }  // namespace
 
 const PatternMatcher& pm_expand_broadcast() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(GroupOp::Binary | GroupOp::Ternary | OpSet{STORE}, {}, {}, {}, "x") >> [](M m) { return expand_broadcast(m["x"]); },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& pm_add_loads() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(GroupOp::Elementwise | OpSet{REDUCE, WMMA, STACK}, {}, {}, {}, "x") >> [](M m) {
         const UOp& x = m["x"];
         if (x.op() == BITCAST && cg_shape(x) != cg_shape(x.src(0))) return UOp();
@@ -662,28 +662,28 @@ const PatternMatcher& pm_add_loads() {
         const UOp& x = m["x"];
         return x.replace({.src = cat({x.src(0), maybe_load(x.src(1))}, tail(x.src(), 2))});
       },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& ew_devectorizer() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(GroupOp::Elementwise, {}, {}, {}, "b") >> [](M m) { return do_devectorize(m["b"]); },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& pm_simplify_add_image() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(LOAD, dtypes::float16, {U(INDEX, dtypes::float32, {}, {}, "x", true)}) >> [](M m) { return m["x"].load().cast(dtypes::float16); },
       U(INDEX, dtypes::float32, {}, {}, "x", true).store(V("d", dtypes::float16)) >> [](M m) { return m["x"].store(m["d"].cast(dtypes::float32)); },
       V("x", dtypes::float32).cast(DTypeSet(dtypes::float16)).cast(DTypeSet(dtypes::float32)) >> [](M m) { return m["x"]; },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& devectorizer2() {
-  static const PatternMatcher pm = mop_cleanup() + pm_mops() + PatternMatcher{
+  static const PatternMatcher pm = (mop_cleanup() + pm_mops() + PatternMatcher{
       U(GroupOp::Elementwise | OpSet{LOAD, STORE}, {}, {}, {}, "b") >> [](M m) { return do_devectorize(m["b"]); },
       U(INDEX, {}, {V("x")}) >> [](M m) { return m["x"]; },
       U(INDEX, {}, {U(OpSet{PARAM, BUFFER}, {}, {}, {}, "b"), U(STACK, {}, {}, {}, "s")}, {}, "x") >> [](M m) {
@@ -707,30 +707,30 @@ const PatternMatcher& devectorizer2() {
         if (!(cg_shape(x) == std::optional<Shape>(Shape{}) && cg_shape(out) == std::optional<Shape>(Shape{n}))) return UOp();
         return UOp::stack(std::vector<UOp>(size_t(n), x));
       },
-  };
+  }).pure();
   return pm;
 }
 
 const PatternMatcher& pm_cast_float_alu() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}, {}, {V("x")}, {}, "u") >> [](M m) {
         const UOp &u = m["u"], &x = m["x"];
         return x.dtype() != u.dtype() ? u.replace({.src = std::vector{x.cast(u.dtype())}}) : UOp();
       },
-  };
+  }.pure();
   return pm;
 }
 
 // ***** 6. late/coalesce.py, late/gater.py *****
 
 const PatternMatcher& indexing_simplify() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(INDEX, {}, {V("buf"), invalid_gate}) >> [](M m) {
         const UOp &x = m["x"], &cond = m["cond"];
         UOp idx = uop_given_valid(cond, x);
         return idx == x || idx == x.simplify() ? UOp() : m["buf"].index({idx.valid(cond)});
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -813,7 +813,7 @@ UOp move_where_load(const UOp& l, const UOp& a, const UOp& w) {
 }  // namespace
 
 const PatternMatcher& pm_move_gates_from_index() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(OpSet{INDEX, SHRINK}, {}, {U(), V("gate").where(V("idx"), invalid_pat)}, {}, "mop", true).load().named("l") >> [](M m) {
         const UOp& mop = m["mop"];
         UOp nm = mop.replace({.src = cat({mop.src(0), m["idx"]}, tail(mop.src(), 2))});
@@ -830,20 +830,20 @@ const PatternMatcher& pm_move_gates_from_index() {
       V("gate").where(V("a"), U(LOAD, {}, {U(), U(), V("gate", dtypes::bool_).logical_not()}, {}, "l").or_casted()).named("w") >> [](M m) {
         return move_where_load(m["l"], m["a"], m["w"]);
       },
-  };
+  }.pure();
   return pm;
 }
 
 // ***** 7. casted consts and param numbering *****
 
 const PatternMatcher& pm_casted_consts() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(CONST, {}, {}, {}, "c") >> [](M m) {
         const UOp& c = m["c"];
         if (c.dtype().is_weak() || c.dtype() == dtypes::void_) return UOp();
         return UOp::make(CAST, c.dtype(), {UOp::const_(c.val())}, Arg(c.dtype()));
       },
-  };
+  }.pure();
   return pm;
 }
 

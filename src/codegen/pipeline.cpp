@@ -79,8 +79,8 @@ const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool fo
   std::lock_guard<std::mutex> l(mu);
   auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental}];
   if (!e) {
-    PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops);
-    PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv) + get_transcendental_patterns(ops, force_transcendental);
+    PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops).pure();
+    PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv).pure() + get_transcendental_patterns(ops, force_transcendental).pure();
     PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + clang_extra_matcher() + pm_split_ends() + pm_remove_invalid();
     e = std::make_unique<DecompMatchers>(DecompMatchers{early, late, final});
   }

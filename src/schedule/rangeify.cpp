@@ -68,7 +68,7 @@ UOp mop_index(const UOp& r, const UOp& idx) {
 }  // namespace
 
 const PatternMatcher& pm_mops() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       F(U::ops(GroupOp::Movement, "r"), INDEX, "idx", true) >> [](M m) { return mop_index(m["r"], m["idx"]); },
       // movement ops and INDEX move after AFTER
       F(U::ops(GroupOp::Movement | OpSet{INDEX}, "r"), AFTER, "a", true) >> [](M m) {
@@ -79,7 +79,7 @@ const PatternMatcher& pm_mops() {
       F(U::ops(GroupOp::Movement, "r"), END, "a", true) >> [](M m) {
         return m["a"].replace({.src = cat({m["r"].src(0)}, tail(m["a"].src(), 1))});
       },
-  };
+  }.pure();
   return pm;
 }
 
@@ -379,7 +379,7 @@ bool already_flat(const std::vector<UOp>& rngs) {
 }  // namespace
 
 const PatternMatcher& pm_flatten_range() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
       U(OpSet{REDUCE, END}, {}, {}, {}, "r") >> [](M m) {
         const UOp& r = m["r"];
         std::vector<UOp> rngs = tail(r.src(), 1), backedge, real;
@@ -390,7 +390,7 @@ const PatternMatcher& pm_flatten_range() {
         src.insert(src.end(), backedge.begin(), backedge.end());
         return r.replace({.src = src});
       },
-  };
+  }.pure();
   return pm;
 }
 

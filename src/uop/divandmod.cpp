@@ -187,7 +187,7 @@ UOp fold_divmod_uncached(const UOp& d) {
 }  // namespace
 
 const PatternMatcher& div_and_mod_symbolic() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     // (x//c+a)//d -> (x+a*c)//(c*d) for d>0
     ((UPat::var("x") / UPat::cvar("c") + UPat::cvar("a")) / UPat::cvar("d")) >> [](M m) {
       return ConstVal(0) < m["d"].vmin() ? (m["x"] + m["a"] * m["c"]) / (m["c"] * m["d"]) : UOp();
@@ -200,7 +200,7 @@ const PatternMatcher& div_and_mod_symbolic() {
       return (m["x"] + fmod(c, d)) % m["d"];
     },
     UPat(OpSet{Ops::FLOORDIV, Ops::FLOORMOD}, dtypes::weakint, {}, {}, "d") >> [](M m) { return fold_divmod_general(m["d"]); },
-  };
+  }.pure();
   return pm;
 }
 

@@ -381,7 +381,7 @@ const PatternMatcher& mop_cleanup() {
           if (!s || s->size() != idx2.src().size() - 1) return UOp();
           return index_into(m["buf"], std::vector<UOp>{index_into(m["idx1_arg"], idx2.src().subspan(1))});
         },
-    };
+    }.pure();
   }();
   return pm;
 }

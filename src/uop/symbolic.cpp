@@ -155,14 +155,14 @@ UOp fold_where_closure(const UOp& cond, const UOp& t, const UOp& f) {
 
 // BITCAST of a constant folds when both dtypes have a storage format of the same size (tinygrad's fold_bitcast)
 const PatternMatcher& pm_fold_bitcast() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     UPat(Ops::BITCAST, {}, {UPat::cvar("c")}, {}, "root") >> [](M m) {
       UOp root = m["root"], c = m["c"];
       DType f = c.dtype(), t = root.dtype();
       if (!f.fmt() || !t.fmt() || f.itemsize() != t.itemsize()) return UOp();
       return root.const_like(bitcast_const(f.const_(c.val()), f, t));
     },
-  };
+  }.pure();
   return pm;
 }
 
@@ -266,7 +266,7 @@ const PatternMatcher& symbolic_simple() {
       V("a").where(V("b").where(V("c"), V("d")), V("d")) >> [](M m) { return (m["a"] & m["b"]).where(m["c"], m["d"]); },
       V("a").where(V("c"), V("b").where(V("c"), V("d"))) >> [](M m) { return (m["a"] | m["b"]).where(m["c"], m["d"]); },
     };
-    return data_invalid + rules + pm_fold_bitcast() + mop_cleanup();
+    return (data_invalid + rules + pm_fold_bitcast() + mop_cleanup()).pure();
   }();
   return pm;
 }
@@ -275,12 +275,12 @@ const PatternMatcher& symbolic_simple() {
 
 namespace {
 const PatternMatcher& commutative() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     UPat(GroupOp::Commutative, WINT, {}, {}, "x") >> [](M m) {
       const UOp& x = m["x"];
       return tuplize_compare(x.src(1), x.src(0)) < 0 ? x.replace({.src = std::vector{x.src(1), x.src(0)}}) : UOp();
     },
-  };
+  }.pure();
   return pm;
 }
 
@@ -397,7 +397,7 @@ const PatternMatcher& symbolic() {
       },
       UPat(OpSet{AFTER, END}, {}, {V("s")}) >> [](M m) { return m["s"]; },
     };
-    return symbolic_simple() + commutative() + rules + PatternMatcher(assoc) + rules2 + div_and_mod_symbolic();
+    return (symbolic_simple() + commutative() + rules + PatternMatcher(assoc) + rules2 + div_and_mod_symbolic()).pure();
   }();
   return pm;
 }
@@ -548,7 +548,7 @@ const PatternMatcher& sym() {
         return UOp::make(r.op(), dtypes::void_, s, r.arg());
       },
     };
-    return symbolic() + valid + rules + cleanup;
+    return (symbolic() + valid + rules + cleanup).pure();
   }();
   return pm;
 }

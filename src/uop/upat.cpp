@@ -3,6 +3,7 @@
 #include "uop/nodemap.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <unordered_set>
 
@@ -285,19 +286,40 @@ void PatternMatcher::index() {
       if (t->ops.empty()) throw Error("a PatternMatcher rule must name the op(s) it matches at the top");
       ops = ops | t->ops;
     }
-    Candidate c{i, 0, UINT32_MAX, {}, false, {}, {}};
+    const uint8_t comp = rules_[i].component;
+    Candidate c{i, 0, UINT32_MAX, comp, {}, false, {}, {}};
     if (p->alternatives.empty()) {
-      c = {i, p->required_len, p->strict_len ? p->required_len : UINT32_MAX, p->dts, p->kind == UPat::SrcKind::AnyOrder, p->early_reject, {}};
+      c = {i, p->required_len, p->strict_len ? p->required_len : UINT32_MAX, comp, p->dts, p->kind == UPat::SrcKind::AnyOrder, p->early_reject, {}};
       bool pairs = p->kind == UPat::SrcKind::Tuple || (c.any_order && p->strict_len && p->required_len == 2);
       for (size_t k = 0; pairs && k < 2 && k < p->orders[0].size(); k++)
         if (const UPatNode* sp = p->orders[0][k].get(); sp->alternatives.empty()) c.src01[k] = sp->ops;
     }
     ops.each([&](Ops o) { by_op[size_t(o)].push_back(c); });
     ops_ = ops_ | ops;
+    if (comp != NO_COMPONENT) pure_mask_ |= uint64_t(1) << comp;
   }
   op_start_.assign(1, 0);
   cands_.clear();
-  for (auto& v : by_op) cands_.insert(cands_.end(), v.begin(), v.end()), op_start_.push_back(uint32_t(cands_.size()));
+  op_need_.assign(NUM_OPS, 0);
+  for (size_t o = 0; o < NUM_OPS; o++) {
+    for (auto& c : by_op[o]) op_need_[o] |= uint64_t(1) << c.component;
+    cands_.insert(cands_.end(), by_op[o].begin(), by_op[o].end()), op_start_.push_back(uint32_t(cands_.size()));
+  }
+}
+
+PatternMatcher PatternMatcher::pure() const {
+  static std::atomic<uint8_t> next{0};
+  uint8_t id = next.load();
+  while (id < NO_COMPONENT && !next.compare_exchange_weak(id, uint8_t(id + 1))) {}
+  if (id >= NO_COMPONENT) return *this;  // out of component bits: matched as before, only not remembered
+  std::vector<Rule> r = rules_;
+  for (auto& rule : r) if (rule.component == NO_COMPONENT) rule.component = id;
+  return PatternMatcher(std::move(r));
+}
+
+void* Match::checked_ctx() const {
+  if (!ctx_) throw Error("a rule read the rewrite's ctx, but none was given (or its matcher was declared pure)");
+  return ctx_;
 }
 
 PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
@@ -308,26 +330,27 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
 
 UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
   const Candidate *c = cands_.data() + op_start_[size_t(u.op())], *end = cands_.data() + op_start_[size_t(u.op()) + 1];
-  if (c == end) return {};
+  const uint64_t known = u.get()->fixed_for;
+  if (const uint64_t need = op_need_[size_t(u.op())]; (known & need) == need) return {};
   OpSet src_ops;
   for (auto& s : u.src()) src_ops.add(s.op());
   const uint32_t nsrc = uint32_t(u.src().size());
   const Ops op0 = nsrc > 0 ? u.src(0).op() : Ops::NONE_, op1 = nsrc > 1 ? u.src(1).op() : Ops::NONE_;
   auto srcs_fit = [](const OpSet* want, Ops a, Ops b) { return (want[0].empty() || want[0].has(a)) && (want[1].empty() || want[1].has(b)); };
   auto fits = [&](const Candidate& k) {
-    return nsrc >= k.min_len && nsrc <= k.max_len && k.early_reject.subset_of(src_ops) && (k.dts.any() || k.dts.has(u.dtype())) &&
+    return !(known >> k.component & 1) && nsrc >= k.min_len && nsrc <= k.max_len && k.early_reject.subset_of(src_ops) && (k.dts.any() || k.dts.has(u.dtype())) &&
            (srcs_fit(k.src01, op0, op1) || (k.any_order && srcs_fit(k.src01, op1, op0)));
   };
   while (c != end && !fits(*c)) ++c;
-  if (c == end) return {};  // often: no match state to set up
+  if (c == end) { u.get()->fixed_for |= pure_mask_; return {}; }  // often: no match state to set up
   CaptureSlots slots;
   MatchState st{slots.p};
-  st.m.ctx_ = ctx, st.m.root_ = &u, st.m.slots = slots.p;
+  st.m.root_ = &u, st.m.slots = slots.p;
   for (; c != end; ++c) {
     if (!fits(*c)) continue;
     const Rule& rule = rules_[c->rule];
     const RuleInfo& info = (*infos_)[c->rule];
-    st.fn = &rule.fn, st.m.ctx_names = &info;
+    st.fn = &rule.fn, st.m.ctx_names = &info, st.m.ctx_ = c->component == NO_COMPONENT ? ctx : nullptr;
     try {
       if (match_one(rule.pat.get(), u.get(), nullptr, st) && st.result != u) return std::move(st.result);
     } catch (...) {
@@ -335,6 +358,7 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {
       throw;
     }
   }
+  u.get()->fixed_for |= pure_mask_;
   return {};
 }
 

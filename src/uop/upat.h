@@ -130,19 +130,23 @@ class Match {
   UOp get(std::string_view name) const;         // an empty UOp where the capture is not bound
   template <size_t N> UOp operator[](const char (&name)[N]) const { return (*this)[std::string_view(name, N - 1)]; }
   const UOp& root() const { return *root_; }
-  template <class T> T& ctx() const { return *static_cast<T*>(ctx_); }
+  template <class T> T& ctx() const { return *static_cast<T*>(checked_ctx()); }
   bool has_ctx() const { return ctx_ != nullptr; }
   void* ctx_ = nullptr;
   const UOp* root_ = nullptr;
   const UOpNode* const* slots = nullptr;  // by interned capture name id
   const void* ctx_names = nullptr;        // the rule's capture names
+ private:
+  void* checked_ctx() const;  // throws where there is none (a pure matcher's rules get none)
 };
 using M = const Match&;
 using RuleFn = std::function<UOp(M)>;
 
+inline constexpr uint8_t NO_COMPONENT = 63;
 struct Rule {
   UPat pat;
   RuleFn fn;
+  uint8_t component = NO_COMPONENT;  // the pure matcher it came from (PatternMatcher::pure)
 };
 inline Rule operator>>(UPat p, RuleFn f) { return Rule{std::move(p), std::move(f)}; }
 
@@ -152,6 +156,10 @@ class PatternMatcher {
   PatternMatcher(std::vector<Rule> rules);
   PatternMatcher(std::initializer_list<Rule> rules) : PatternMatcher(std::vector<Rule>(rules)) {}
   PatternMatcher operator+(const PatternMatcher& o) const;
+  // declares the rules not yet in a pure matcher to be functions of the node alone (no ctx, no state): a node none of
+  // them rewrote is remembered (UOpNode::fixed_for) and not matched against them again, in any matcher holding them.
+  // Matchers only grow by +, so a matcher has all rules of a pure component or none.
+  PatternMatcher pure() const;
   // the first rule whose pattern matches and whose callback returns a new node wins; empty UOp if none
   UOp rewrite(const UOp& u, void* ctx = nullptr) const;
   const std::vector<Rule>& rules() const { return rules_; }
@@ -165,11 +173,14 @@ class PatternMatcher {
   // the first two sources (empty = any; either way round for a two-source pattern in any order)
   struct Candidate {
     uint32_t rule, min_len, max_len;
+    uint8_t component;
     DTypeSet dts;
     bool any_order;
     OpSet early_reject, src01[2];
   };
   OpSet ops_;
+  uint64_t pure_mask_ = 0;            // the pure components among the rules
+  std::vector<uint64_t> op_need_;     // per op: the components of its candidates, bit 63 where one is not pure
   std::vector<uint32_t> op_start_;
   std::vector<Candidate> cands_;
   std::shared_ptr<std::vector<struct RuleInfo>> infos_;

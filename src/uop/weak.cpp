@@ -93,15 +93,15 @@ DType default_dtype(const UOp& u) {
 UOp commit_weak(const UOp& s, DType dt) { return s.op() == Ops::CONST ? UOp::const_(s.val(), dt) : s.cast(dt); }
 
 const PatternMatcher& pm_cast_weak() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     UPat(Ops::CAST, {}, {UPat(GroupOp::ALU, dtypes::weaks(), {}, {}, "u")}, {}, "c") >> [](M m) { return cast_weak_srcs(m["c"], m["u"]); },
     UPat(Ops::CAST, {}, {UPat(Ops::CONST, dtypes::weaks(), {}, {}, "u")}, {}, "c") >> [](M m) { return commit_weak(m["u"], m["c"].dtype()); },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& pm_commit_weak() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     UPat(GroupOp::Broadcastable, {}, {}, {}, "u") >> [](M m) { return commit_weak_srcs(m["u"]); },
     // a STORE's weak value commits at the destination's dtype
     UPat(Ops::STORE, {}, {UPat(), UPat(OpSet{}, dtypes::weaks())}, {}, "u", true) >> [](M m) {
@@ -110,12 +110,12 @@ const PatternMatcher& pm_commit_weak() {
       src[1] = commit_weak(src[1], src[0].dtype());
       return u.replace({.src = src});
     },
-  };
+  }.pure();
   return pm;
 }
 
 const PatternMatcher& pm_lower_weak() {
-  static const PatternMatcher pm{
+  static const PatternMatcher pm = PatternMatcher{
     UPat(Ops::CONST, dtypes::weaks(), {}, {}, "u") >> [](M m) {
       const UOp& u = m["u"];
       return UOp::const_(u.val(), default_dtype(u)).cast(u.dtype());
@@ -138,7 +138,7 @@ const PatternMatcher& pm_lower_weak() {
     UPat(GroupOp::Binary | GroupOp::Unary | OpSet{Ops::WHERE, Ops::RANGE, Ops::STACK, Ops::SPECIAL}, {}, {}, {}, "u") >> [](M m) {
       return lower_weak_node(m["u"]);
     },
-  };
+  }.pure();
   return pm;
 }
 

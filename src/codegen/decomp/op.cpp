@@ -210,7 +210,7 @@ const PatternMatcher& clang_extra_matcher() {
         },
         U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
     };
-    return casts + non_native + manual_bf16;
+    return (casts + non_native + manual_bf16).pure();
   }();
   return pm;
 }
