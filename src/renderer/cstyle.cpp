@@ -296,7 +296,12 @@ PatternMatcher base_rewrite() {
   };
 }
 
-std::string bin(const char* op, const std::vector<std::string>& a) { return "(" + a[0] + op + a[1] + ")"; }
+// one allocation: inlined expressions nest, so their strings grow long
+std::string bin(const char* op, const std::vector<std::string>& a) {
+  std::string r;
+  r.reserve(a[0].size() + a[1].size() + std::strlen(op) + 2);
+  return r.append("(").append(a[0]).append(op).append(a[1]).append(")");
+}
 }  // namespace
 
 // ***** 3. CStyleLanguage *****
@@ -304,14 +309,22 @@ std::string bin(const char* op, const std::vector<std::string>& a) { return "(" 
 CStyleLanguage::CStyleLanguage() : string_rewrite(base_rewrite()) {
   auto B = [](const char* op) -> OpFn { return [op](const std::vector<std::string>& a, DType) { return bin(op, a); }; };
   auto U = [](std::string pre, std::string post) -> OpFn {
-    return [pre, post](const std::vector<std::string>& a, DType) { return pre + a[0] + post; };
+    return [pre, post](const std::vector<std::string>& a, DType) {
+      std::string r;
+      r.reserve(pre.size() + a[0].size() + post.size());
+      return r.append(pre).append(a[0]).append(post);
+    };
   };
   code_for_op = {
       {SQRT, U("sqrt(", ")")}, {RECIPROCAL, U("(1/", ")")}, {NEG, U("-", "")}, {EXP2, U("exp2(", ")")}, {LOG2, U("log2(", ")")},
       {SIN, U("sin(", ")")},   {TRUNC, U("trunc(", ")")},   {AND, B("&")},     {XOR, B("^")},            {OR, B("|")},
       {ADD, B("+")},           {SUB, B("-")},               {MUL, B("*")},     {CMOD, B("%")},           {CDIV, B("/")},
       {CMPNE, B("!=")},        {SHR, B(">>")},              {SHL, B("<<")},    {CMPLT, B("<")},          {CMPEQ, B("==")},
-      {WHERE, [](const std::vector<std::string>& a, DType) { return "(" + a[0] + "?" + a[1] + ":" + a[2] + ")"; }},
+      {WHERE, [](const std::vector<std::string>& a, DType) {
+         std::string r;
+         r.reserve(a[0].size() + a[1].size() + a[2].size() + 4);
+         return r.append("(").append(a[0]).append("?").append(a[1]).append(":").append(a[2]).append(")");
+       }},
   };
 }
 
@@ -459,7 +472,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
                       ((op == CAST || op == BITCAST) && (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL)) ||
                       ((op == STACK || (GroupOp::ALU.has(op) && op != WHERE) || op == CAST || op == BITCAST) && child_count[u] == 1));
     if (inline_it) {
-      r[u] = l;
+      r[u] = std::move(l);
     } else {
       if (op != RANGE && op != STORE && op != BUFFER && u.dtype() != dtypes::void_)
         l = render_type(u) + " " + r[u] + " = " + l + (op != SPECIAL ? ";" : "");
