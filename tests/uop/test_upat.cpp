@@ -576,3 +576,68 @@ TEST(GraphRewrite, SharedMemoGivesTheSameResults) {
   }
   EXPECT_EQ(live_uops(), before);
 }
+
+// ***** pure matchers: a node none of their rules rewrote is not matched against them again *****
+
+TEST(PatternMatcher, PureMatcherRemembersNodesItLeftAlone) {
+  // the counting callbacks break the purity contract on purpose: they show which rules were asked
+  int pure_calls = 0, other_calls = 0;
+  PatternMatcher pure = PatternMatcher{UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M) { pure_calls++; return UOp(); }}.pure();
+  PatternMatcher other{UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M) { other_calls++; return UOp(); }};
+  UOp a = var("pure_a"), b = var("pure_b");
+  UOp sum = UOp::make(Ops::ADD, {a, b});
+  EXPECT_FALSE(pure.rewrite(sum));
+  EXPECT_FALSE(pure.rewrite(sum));
+  EXPECT_EQ(pure_calls, 1);
+  // the pure rules are skipped in a matcher holding them, the others still run, every time
+  PatternMatcher both = other + pure;
+  EXPECT_FALSE(both.rewrite(sum));
+  EXPECT_FALSE(both.rewrite(sum));
+  EXPECT_EQ(pure_calls, 1);
+  EXPECT_EQ(other_calls, 2);
+  // a new node (another source) is matched again; graph_rewrite goes through the same memo
+  UOp sum2 = UOp::make(Ops::ADD, {b, a});
+  EXPECT_UOP_EQ(graph_rewrite(sum2, pure), sum2);
+  EXPECT_EQ(pure_calls, 2);
+  EXPECT_UOP_EQ(graph_rewrite(UOp::sink({sum, sum2}), both), UOp::sink({sum, sum2}));
+  EXPECT_EQ(pure_calls, 2);
+  EXPECT_EQ(other_calls, 4);
+}
+
+TEST(PatternMatcher, PureMatcherStillRewritesWhatItMatches) {
+  // a node a rule rewrote is not remembered: the rule is asked again (and answers the same)
+  int calls = 0;
+  PatternMatcher pure = PatternMatcher{UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M m) { calls++; return rtag(m.root()); }}.pure();
+  UOp sum = UOp::make(Ops::ADD, {var("pure_c"), var("pure_d")});
+  EXPECT_UOP_EQ(pure.rewrite(sum), rtag(sum));
+  EXPECT_UOP_EQ(pure.rewrite(sum), rtag(sum));
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(PatternMatcher, PureRuleGetsNoCtx) {
+  int ctx = 0;
+  PatternMatcher pure = PatternMatcher{UPat(Ops::ADD, {}, {}, {}, "x") >> [](M m) { m.ctx<int>()++; return UOp(); }}.pure();
+  PatternMatcher plain{UPat(Ops::ADD, {}, {}, {}, "x") >> [](M m) { m.ctx<int>()++; return UOp(); }};
+  UOp sum = UOp::make(Ops::ADD, {var("pure_e"), var("pure_f")});
+  EXPECT_FALSE(plain.rewrite(sum, &ctx));
+  EXPECT_EQ(ctx, 1);
+  try {
+    pure.rewrite(sum, &ctx);
+    FAIL() << "a pure rule reading ctx should throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ctx"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ctx, 1);
+}
+
+TEST(PatternMatcher, PureMatchersBeyondTheMemoBitsStillMatch) {
+  // the memo has 63 component bits per node; matchers declared pure after they ran out are matched every time
+  UOp sum = UOp::make(Ops::ADD, {var("pure_g"), var("pure_h")});
+  int calls = 0;
+  for (int i = 0; i < 80; i++) {
+    PatternMatcher pm = PatternMatcher{UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M m) { calls++; return i % 2 ? rtag(m.root()) : UOp(); }}.pure();
+    if (i % 2) EXPECT_UOP_EQ(pm.rewrite(sum), rtag(sum));
+    else EXPECT_FALSE(pm.rewrite(sum));
+  }
+  EXPECT_EQ(calls, 80);
+}
