@@ -269,7 +269,12 @@ UOp Match::get(std::string_view name) const {
 
 // ***** 3. PatternMatcher *****
 
-PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) { index(); }
+// rules taken from other matchers start outside any pure component: only + and pure() carry whole components over
+PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) {
+  for (auto& r : rules_) r.component = NO_COMPONENT;
+  index();
+}
+PatternMatcher::PatternMatcher(std::vector<Rule> rules, WholeComponents) : rules_(std::move(rules)) { index(); }
 
 void PatternMatcher::index() {
   std::vector<std::vector<Candidate>> by_op(NUM_OPS);
@@ -314,7 +319,7 @@ PatternMatcher PatternMatcher::pure() const {
   if (id >= NO_COMPONENT) return *this;  // out of component bits: matched as before, only not remembered
   std::vector<Rule> r = rules_;
   for (auto& rule : r) if (rule.component == NO_COMPONENT) rule.component = id;
-  return PatternMatcher(std::move(r));
+  return PatternMatcher(std::move(r), WholeComponents{});
 }
 
 void* Match::checked_ctx() const {
@@ -325,7 +330,7 @@ void* Match::checked_ctx() const {
 PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
   std::vector<Rule> r = rules_;
   r.insert(r.end(), o.rules_.begin(), o.rules_.end());
-  return PatternMatcher(std::move(r));
+  return PatternMatcher(std::move(r), WholeComponents{});
 }
 
 UOp PatternMatcher::rewrite(const UOp& u, void* ctx) const {

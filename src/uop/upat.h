@@ -166,6 +166,8 @@ class PatternMatcher {
   OpSet ops() const { return ops_; }  // the ops some rule matches at the top
 
  private:
+  struct WholeComponents {};
+  PatternMatcher(std::vector<Rule> rules, WholeComponents);
   void index();
   std::vector<Rule> rules_;
   // the rules per op, flat (op o's are cands_[op_start_[o], op_start_[o + 1])), with the checks of their top pattern

@@ -630,6 +630,22 @@ TEST(PatternMatcher, PureRuleGetsNoCtx) {
   EXPECT_EQ(ctx, 1);
 }
 
+TEST(PatternMatcher, RulesTakenOutOfAPureMatcherAreNotRemembered) {
+  // a matcher built from some of a pure matcher's rules must not mark nodes for the rules it lacks
+  int first = 0, second = 0;
+  PatternMatcher pure = PatternMatcher{
+      UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M) { first++; return UOp(); },
+      UPat(Ops::ADD, {}, {}, {}, "x") >> [&](M m) { second++; return rtag(m.root()); },
+  }.pure();
+  PatternMatcher part(std::vector<Rule>{pure.rules()[0]});
+  UOp sum = UOp::make(Ops::ADD, {var("pure_i"), var("pure_j")});
+  EXPECT_FALSE(part.rewrite(sum));
+  EXPECT_UOP_EQ(pure.rewrite(sum), rtag(sum));
+  EXPECT_EQ(first, 2);
+  EXPECT_EQ(second, 1);
+}
+
+// last: it uses up the component bits of this process
 TEST(PatternMatcher, PureMatchersBeyondTheMemoBitsStillMatch) {
   // the memo has 63 component bits per node; matchers declared pure after they ran out are matched every time
   UOp sum = UOp::make(Ops::ADD, {var("pure_g"), var("pure_h")});
