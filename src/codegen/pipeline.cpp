@@ -80,7 +80,7 @@ const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool fo
   auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental}];
   if (!e) {
     PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops).pure();
-    PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv).pure() + get_transcendental_patterns(ops, force_transcendental).pure();
+    PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv).pure() + get_transcendental_patterns(ops, force_transcendental, true).pure();
     PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + clang_extra_matcher() + pm_split_ends() + pm_remove_invalid();
     // tinygrad commits the weak literals of the late decompositions (exp2's polynomial, shifts) in the final pass, which
     // then rebuilds every node above each one; committing them as they are made gives the same kernels

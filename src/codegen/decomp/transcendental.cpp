@@ -22,13 +22,24 @@ void need_float(const UOp& d, const char* fn) {
   if (!is_transcendental_dtype(d.dtype()))
     throw Error(std::string(fn) + ": dtype " + std::string(d.dtype().name()) + " is not float16/float32/float64");
 }
-UOp shr(const UOp& x, int y) { return x / (int64_t(1) << y); }
-UOp shl(const UOp& x, int y) { return x * (int64_t(1) << y); }
+// the pipeline's late decompositions commit the expansions' weak literals as they go; built at the dtype they are
+// committed to (the other operand's), they need no commit, each of which rebuilt every node above it. The kernels are
+// the same; the graphs of the helpers alone stay tinygrad's (tests/codegen/test_transcendental.cpp counts their nodes)
+thread_local bool committed_literals = false;
+struct CommittedLiterals {
+  bool saved = committed_literals;
+  explicit CommittedLiterals(bool on) { committed_literals = on; }
+  ~CommittedLiterals() { committed_literals = saved; }
+};
+template <Scalar T> UOp lit_like(const UOp& x, T v) { return committed_literals ? x.const_like(lit(v).val()) : lit(v); }
+
+UOp shr(const UOp& x, int y) { return x / lit_like(x, int64_t(1) << y); }
+UOp shl(const UOp& x, int y) { return x * lit_like(x, int64_t(1) << y); }
 UOp cf(const UOp& like, double v) { return like.const_like(ConstVal(v)); }
 
 // inf -> inf, -inf -> _inf, nan -> nan, otherwise -> ratio (comparisons with weak literals, as tinygrad's)
 UOp lazy_map_numbers(const UOp& x, const UOp& inf, const UOp& ninf, const UOp& nan, const UOp& ratio) {
-  return x.ne(lit(INFINITY)).where(x.ne(x).where(nan, x.ne(lit(-INFINITY)).where(ratio, ninf)), inf);
+  return x.ne(lit_like(x, INFINITY)).where(x.ne(x).where(nan, x.ne(lit_like(x, -INFINITY)).where(ratio, ninf)), inf);
 }
 UOp ifand(const UOp& q, int64_t n) { return (q & n).ne(lit(0)); }
 
@@ -56,18 +67,18 @@ bool is_transcendental_dtype(DType d) { return d == float16 || d == float32 || d
 UOp poly_n(const UOp& x, const std::vector<double>& coeffs) {
   // functools.reduce(lambda acc,c: acc*x+c, p, 0.0): the first step is 0.0*x + c0 (a literal times x)
   UOp acc;
-  for (size_t i = 0; i < coeffs.size(); i++) acc = (i == 0 ? 0.0 * x : acc * x) + coeffs[i];
+  for (size_t i = 0; i < coeffs.size(); i++) acc = (i == 0 ? lit_like(x, 0.0) * x : acc * x) + lit_like(x, coeffs[i]);
   return acc;
 }
 
 UOp rintk(const UOp& d) {
   need_float(d, "rintk");
-  return (d + (d < 0.0).where(cf(d, -0.5), cf(d, 0.5))).cast(int_of(d.dtype()));
+  return (d + (d < lit_like(d, 0.0)).where(cf(d, -0.5), cf(d, 0.5))).cast(int_of(d.dtype()));
 }
 
 UOp pow2if(const UOp& q, DType float_dtype) {
   DType out = q.dtype() == int64 ? float64 : q.dtype() == int32 ? float32 : float_dtype;
-  return shl(q + exponent_bias(out), mantissa_bits(out)).bitcast(out);
+  return shl(q + lit_like(q, exponent_bias(out)), mantissa_bits(out)).bitcast(out);
 }
 
 UOp ilogb2k(const UOp& d) {
@@ -194,8 +205,8 @@ UOp xexp2(const UOp& d) {
   u = ldexp2k(u, q);
   int64_t upper = d.dtype() == float64 ? 1024 : d.dtype() == float32 ? 128 : 23;
   int64_t lower = d.dtype() == float64 ? -2000 : d.dtype() == float32 ? -150 : -22;
-  u = (d >= upper).where(cf(d, INFINITY), u);
-  u = (d < lower).where(cf(d, 0.0), u);
+  u = (d >= lit_like(d, upper)).where(cf(d, INFINITY), u);
+  u = (d < lit_like(d, lower)).where(cf(d, 0.0), u);
   return d.ne(d).where(cf(d, NAN), u);
 }
 
@@ -239,7 +250,7 @@ UOp xpow(const UOp& base, const UOp& exponent) {
   return exponent.eq(lit(0)).where(cf(ret, 1), (base < 0).where(neg_base, ret));
 }
 
-PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental) {
+PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental, bool commit_literals) {
   std::vector<Rule> rules;
   DTypeSet tdts{float16, float32, float64};
   DTypeSet other;
@@ -248,7 +259,10 @@ PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_trans
       {Ops::EXP2, &xexp2}, {Ops::LOG2, &xlog2}, {Ops::SIN, [](const UOp& d) { return xsin(d); }}};
   for (auto [op, f] : fns) {
     if (supported_ops.has(op) && !force_transcendental) continue;
-    rules.push_back(UPat(op, tdts, {UPat::var("d")}) >> [f](M m) { return f(m["d"]); });
+    rules.push_back(UPat(op, tdts, {UPat::var("d")}) >> [f, commit_literals](M m) {
+      CommittedLiterals scope(commit_literals);
+      return f(m["d"]);
+    });
     if (other.bits)
       rules.push_back(UPat(op, other, {UPat::var("d")}, {}, "x") >>
                       [](M m) { return m["d"].cast(float32).alu(m["x"].op()).cast(m["x"].dtype()); });

@@ -29,7 +29,8 @@ UOp xpow(const UOp& base, const UOp& exponent);  // built from LOG2/EXP2 nodes (
 
 // tinygrad's get_transcendental_patterns: EXP2/LOG2/SIN not in supported_ops (or all, when force) are decomposed
 // (other float dtypes go through float32), and SQRT becomes xpow(d, 0.5) when SQRT is not supported
-PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental);
+// commit_literals: the expansions' literals are built at the dtype the final pass would commit them to
+PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental, bool commit_literals = false);
 
 // the decomposed graphs fold their constant BITCASTs with symbolic_simple() (pm_fold_bitcast)
 
