@@ -4,7 +4,7 @@
 # ratio reported is the median of the per-round ratios. What "cold" times is bench/overhead.cpp's and
 # bench/overhead_tinygrad.py's (build the graph, schedule with the schedule cache off, render every kernel).
 # Run: PYTHONPATH=/work/ref /usr/bin/python3 bench/overhead_ab.py BUILD/bench/overhead [rounds]
-import os, sys, subprocess, statistics, time
+import os, sys, subprocess, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from overhead_tinygrad import GRAPHS, cold
 

@@ -37,7 +37,7 @@ UOp shr(const UOp& x, int y) { return x / lit_like(x, int64_t(1) << y); }
 UOp shl(const UOp& x, int y) { return x * lit_like(x, int64_t(1) << y); }
 UOp cf(const UOp& like, double v) { return like.const_like(ConstVal(v)); }
 
-// inf -> inf, -inf -> _inf, nan -> nan, otherwise -> ratio (comparisons with weak literals, as tinygrad's)
+// inf -> inf, -inf -> _inf, nan -> nan, otherwise -> ratio
 UOp lazy_map_numbers(const UOp& x, const UOp& inf, const UOp& ninf, const UOp& nan, const UOp& ratio) {
   return x.ne(lit_like(x, INFINITY)).where(x.ne(x).where(nan, x.ne(lit_like(x, -INFINITY)).where(ratio, ninf)), inf);
 }
