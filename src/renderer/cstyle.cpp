@@ -297,11 +297,15 @@ PatternMatcher base_rewrite() {
 }
 
 // one allocation: inlined expressions nest, so their strings grow long
-std::string bin(const char* op, const std::vector<std::string>& a) {
+std::string cat(std::initializer_list<std::string_view> parts) {
+  size_t n = 0;
+  for (auto p : parts) n += p.size();
   std::string r;
-  r.reserve(a[0].size() + a[1].size() + std::strlen(op) + 2);
-  return r.append("(").append(a[0]).append(op).append(a[1]).append(")");
+  r.reserve(n);
+  for (auto p : parts) r.append(p);
+  return r;
 }
+std::string bin(const char* op, const std::vector<std::string>& a) { return cat({"(", a[0], op, a[1], ")"}); }
 }  // namespace
 
 // ***** 3. CStyleLanguage *****
@@ -309,22 +313,14 @@ std::string bin(const char* op, const std::vector<std::string>& a) {
 CStyleLanguage::CStyleLanguage() : string_rewrite(base_rewrite()) {
   auto B = [](const char* op) -> OpFn { return [op](const std::vector<std::string>& a, DType) { return bin(op, a); }; };
   auto U = [](std::string pre, std::string post) -> OpFn {
-    return [pre, post](const std::vector<std::string>& a, DType) {
-      std::string r;
-      r.reserve(pre.size() + a[0].size() + post.size());
-      return r.append(pre).append(a[0]).append(post);
-    };
+    return [pre, post](const std::vector<std::string>& a, DType) { return cat({pre, a[0], post}); };
   };
   code_for_op = {
       {SQRT, U("sqrt(", ")")}, {RECIPROCAL, U("(1/", ")")}, {NEG, U("-", "")}, {EXP2, U("exp2(", ")")}, {LOG2, U("log2(", ")")},
       {SIN, U("sin(", ")")},   {TRUNC, U("trunc(", ")")},   {AND, B("&")},     {XOR, B("^")},            {OR, B("|")},
       {ADD, B("+")},           {SUB, B("-")},               {MUL, B("*")},     {CMOD, B("%")},           {CDIV, B("/")},
       {CMPNE, B("!=")},        {SHR, B(">>")},              {SHL, B("<<")},    {CMPLT, B("<")},          {CMPEQ, B("==")},
-      {WHERE, [](const std::vector<std::string>& a, DType) {
-         std::string r;
-         r.reserve(a[0].size() + a[1].size() + a[2].size() + 4);
-         return r.append("(").append(a[0]).append("?").append(a[1]).append(":").append(a[2]).append(")");
-       }},
+      {WHERE, [](const std::vector<std::string>& a, DType) { return cat({"(", a[0], "?", a[1], ":", a[2], ")"}); }},
   };
 }
 
