@@ -10,6 +10,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <unistd.h>
 
 #include "tg/datasets.h"
 #include "tg/jit.h"
@@ -104,6 +105,9 @@ int main(int argc, char** argv) try {
   double test_acc = -1, loss = 0;
   auto t0 = std::chrono::steady_clock::now(), tstep = t0;
   int64_t timed_samples = 0;
+  // a terminal gets the bar redrawn every step; a pipe or file a line every few seconds (as tqdm), and the last step's
+  const bool tty = isatty(fileno(stdout));
+  auto shown = t0;
   for (int64_t step = 0; step < o.steps; step++) {
     // cosine decay of the learning rate to zero over the run (a jitted step reads lr from its buffer)
     if (o.cosine) opt.lr.assign(Tensor::full({1}, o.lr * 0.5 * (1 + std::cos(M_PI * double(step) / double(o.steps))), tg::dtypes::float32)).realize();
@@ -117,14 +121,16 @@ int main(int argc, char** argv) try {
     else timed_samples += o.bs;
     if ((step + 1) % o.eval_every == 0 || step + 1 == o.steps) test_acc = test_accuracy();
     double secs = std::chrono::duration<double>(now - tstep).count();
+    if (!tty && step + 1 < o.steps && std::chrono::duration<double>(now - shown).count() < 5) continue;
+    shown = now;
     int done = int(40 * (step + 1) / o.steps);
-    std::printf("\r%5lld/%lld [%s%s] loss %6.3f  %7.0f samples/s  test %s", (long long)(step + 1), (long long)o.steps,
+    std::printf("%s%5lld/%lld [%s%s] loss %6.3f  %7.0f samples/s  test %s%s", tty ? "\r" : "", (long long)(step + 1), (long long)o.steps,
                 std::string(size_t(done), '=').c_str(), std::string(size_t(40 - done), ' ').c_str(), loss,
                 secs > 0 && timed_samples > 0 ? double(timed_samples) / secs : 0.0,
-                test_acc < 0 ? "  -   " : (std::to_string(test_acc).substr(0, 5) + "%").c_str());
+                test_acc < 0 ? "  -   " : (std::to_string(test_acc).substr(0, 5) + "%").c_str(), tty ? "" : "\n");
     std::fflush(stdout);
   }
-  std::printf("\n");
+  if (tty) std::printf("\n");
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (test_acc < 0) test_acc = test_accuracy();
   std::printf("trained %lld steps of %lld in %.1f s: test accuracy %.2f%%\n", (long long)o.steps, (long long)o.bs, total, test_acc);

@@ -33,7 +33,7 @@ std::vector<Tensor> conv() {
   std::vector<Tensor> cols;
   for (int64_t i = 0; i < 3; i++)
     for (int64_t j = 0; j < 3; j++) cols.push_back(xp.shrink({{0, 2}, {0, 4}, {i, i + 16}, {j, j + 16}}));
-  Tensor x = Tensor::stack(cols, -1, nullptr).reshape({2, 1, 4, 16, 16, 9});
+  Tensor x = Tensor::stack(cols, -1).reshape({2, 1, 4, 16, 16, 9});
   return {(x * E({8, 4, 1, 1, 9}).reshape({1, 8, 4, 1, 1, 9})).sum({2, 5}).relu()};
 }
 std::vector<Tensor> chain() {
@@ -49,13 +49,13 @@ double median(std::vector<double> v) {
 
 // at least `reps` runs and at least half a second of them: a millisecond graph's median over a few dozen runs moves
 // with whatever else the machine does in those few milliseconds
-std::pair<double, size_t> cold(const std::function<std::vector<Tensor>()>& fn, int reps) {
+std::pair<double, size_t> cold(const std::function<std::vector<Tensor>()>& fn, int reps, double min_seconds = 0.5) {
   static const ClangRenderer ren;
   setenv("SCACHE", "0", 1);
   std::vector<double> ts;
   size_t nk = 0;
   double spent = 0;
-  for (int r = 0; r < reps || (spent < 0.5 && r < 4000); r++) {
+  for (int r = 0; r < reps || (spent < min_seconds && r < 4000); r++) {
     auto st = Clock::now();
     std::vector<Tensor> outs = fn();
     UOp linear = schedule_linear(outs);
@@ -110,15 +110,21 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::function<std::vector<Tensor>()>>> graphs{
       {"mlp", mlp}, {"softmax", softmax}, {"conv", conv}, {"chain20", chain}};
   // --serve: answers "cold NAME" lines on stdin with the cold milliseconds, so bench/overhead_ab.py can alternate
-  // between this and tinygrad on one machine state
+  // between this and tinygrad on one machine state; "cold NAME RUNS" runs exactly RUNS times and "steady NAME RUNS"
+  // answers microseconds (both for callgrind_overhead.sh)
   if (argc > 1 && std::string(argv[1]) == "--serve") {
     char line[256], name[64];
     while (std::fgets(line, sizeof line, stdin)) {
-      auto it = std::sscanf(line, "cold %63s", name) == 1
+      int runs = 0;
+      char what[16];
+      auto it = std::sscanf(line, "%15s %63s %d", what, name, &runs) >= 2
                     ? std::find_if(graphs.begin(), graphs.end(), [&](auto& g) { return g.first == name; })
                     : graphs.end();
-      if (it == graphs.end()) std::printf("error: expected 'cold NAME' with NAME one of mlp softmax conv chain20\n");
-      else std::printf("%.6f\n", cold(it->second, 5).first * 1e3);
+      bool is_cold = std::string(what) == "cold";
+      if (it == graphs.end() || (!is_cold && (std::string(what) != "steady" || runs < 1)))
+        std::printf("error: expected 'cold NAME [RUNS]' or 'steady NAME RUNS' with NAME one of mlp softmax conv chain20\n");
+      else if (!is_cold) std::printf("%.6f\n", steady(it->second, runs).first * 1e6);
+      else std::printf("%.6f\n", (runs > 0 ? cold(it->second, runs, 0) : cold(it->second, 5)).first * 1e3);
       std::fflush(stdout);
     }
     return 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Every error tinygrad.cpp raises on bad input is a tg::Error; internal invariant failures are too, marked "internal".
+// Every error tinygrad.cpp raises is a tg::Error: bad input, and broken invariants of the library (marked "internal").
 #include <stdexcept>
 #include <string>
 
@@ -8,8 +8,5 @@ namespace tg {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-// throws tg::Error("internal error: ...") when an invariant of the library itself is broken
-[[noreturn]] void internal_error(const std::string& what);
 
 }  // namespace tg

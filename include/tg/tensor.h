@@ -24,7 +24,6 @@
 
 namespace tg {
 
-struct TensorImpl;
 using Shape = std::vector<int64_t>;
 
 // the dtype of a C++ element type (float -> float32, int32_t -> int32, bool -> bool ...)
@@ -70,6 +69,21 @@ struct IntList {
   IntList(std::vector<int64_t> x) : v(std::move(x)) {}
 };
 
+// what realize() would run, built but not run yet (tinygrad's Tensor.schedule_linear): the kernel and copy calls in
+// order, with the values of the variables they are bound to. Building it already points the tensors at the buffers it
+// fills, so run it before reading them.
+class Schedule {
+ public:
+  size_t size() const;                     // calls: kernels and copies
+  std::string str() const;                 // the LINEAR, printed as tinygrad prints it
+  void run() const;                        // launch every call in order (kernels are compiled on first use)
+
+ private:
+  struct Impl;
+  friend struct TensorAccess;
+  std::shared_ptr<const Impl> impl_;
+};
+
 class Tensor {
  public:
   // ** construction **
@@ -78,7 +92,6 @@ class Tensor {
   // tinygrad, a scalar tensor is a device-free constant: `device` is accepted for symmetry and ignored
   template <class T> requires std::is_arithmetic_v<T>
   Tensor(T v, std::optional<DType> dtype = std::nullopt, const std::string& device = "") : Tensor(scalar(to_const(v), dtype, device)) {}
-  explicit Tensor(std::shared_ptr<TensorImpl> impl);
 
   static Tensor empty(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
@@ -133,6 +146,7 @@ class Tensor {
   // device-free tensors have nothing to compute)
   Tensor& realize();
   static void realize(const std::vector<Tensor>& tensors);  // one schedule for all of them
+  static Schedule schedule_linear(const std::vector<Tensor>& tensors);  // realize's schedule, not run yet
   std::vector<uint8_t> data() const;  // raw bytes in dtype() (a weak dtype reads as its strong dtype)
   // the values as T (cast on the device first when dtype() differs), realizing as needed
   template <class T> std::vector<T> to_vector() const {
@@ -247,11 +261,12 @@ class Tensor {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor unflatten(int64_t dim, const Shape& sizes) const;
   Tensor repeat(const std::vector<int64_t>& repeats) const;
-  Tensor cat(const std::vector<Tensor>& others, int64_t dim = 0) const;
-  Tensor stack(const std::vector<Tensor>& others, int64_t dim = 0) const;
-  // the list forms, also as tg::cat / tg::stack below (these spellings are kept for existing callers)
-  static Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t);
-  static Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t);
+  // tinygrad's a.cat(b, c, dim=d) is Tensor::cat({a, b, c}, d) (at least one tensor); a.cat(b, d) joins two. The list
+  // form is static: called through a tensor, a.cat({b, c}) joins b and c only, as any C++ static member would
+  static Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+  static Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+  Tensor cat(const Tensor& other, int64_t dim = 0) const;
+  Tensor stack(const Tensor& other, int64_t dim = 0) const;
   Tensor shrink_to(const Shape& shape) const;
   Tensor pad_to(const Shape& shape) const;
   // t[i], t[{Slice{0, 2}, 1, NewAxis{}, Ellipsis{}}]: basic indexing as Python's (negative indices, steps)
@@ -322,11 +337,14 @@ class Tensor {
   Tensor swish() const { return silu(); }
   Tensor rms_norm(Axis axis = -1, double eps = 1e-6) const;
 
-  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  bool is(const Tensor& other) const { return impl_ == other.impl_; }  // the same tensor, not just an equal one (Python's `is`)
   std::string shape_str() const;
 
  private:
-  std::shared_ptr<TensorImpl> impl_;
+  struct Impl;                 // the graph behind the handle (src/tensor/tensor_impl.h)
+  friend struct TensorAccess;  // how the library itself reaches it
+  explicit Tensor(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
   static Tensor scalar(ConstVal v, std::optional<DType> dtype, const std::string& device);
   template <class T> static ConstVal to_const(T v) {
     if constexpr (std::is_same_v<T, bool>) return ConstVal(v);
@@ -336,10 +354,6 @@ class Tensor {
 };
 
 // operators: a C++ number on either side is a weak literal; == and != build comparisons, as in tinygrad
-// cat/stack of a list (at least one tensor): tinygrad's tensors[0].cat(*tensors[1:], dim=dim)
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
-
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -13,7 +13,7 @@ namespace {
 std::vector<Tensor> dedup(const std::vector<Tensor>& ts, bool want_params) {
   std::vector<Tensor> out;
   for (const Tensor& t : ts)
-    if (t.is_param() == want_params && std::none_of(out.begin(), out.end(), [&](const Tensor& o) { return o.impl() == t.impl(); }))
+    if (t.is_param() == want_params && std::none_of(out.begin(), out.end(), [&](const Tensor& o) { return o.is(t); }))
       out.push_back(t);
   return out;
 }
@@ -63,7 +63,7 @@ std::vector<Tensor> Optimizer::schedule_step() {
     // concatenate every param and grad, step once, split the update back
     std::vector<Tensor> flat_p, flat_g;
     for (size_t i = 0; i < params.size(); i++) flat_p.push_back(params[i].flatten()), flat_g.push_back(grads[i].contiguous().flatten());
-    r = step_({cat(flat_p)}, {cat(flat_g)});
+    r = step_({Tensor::cat(flat_p)}, {Tensor::cat(flat_g)});
     for (size_t i = 0; i < params.size(); i++)
       updates.push_back(r.first[0].shrink({{pos_params_[i], pos_params_[i + 1]}}).reshape(params[i].shape()));
   } else {

@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "runtime/device.h"
-#include "tg/error.h"
+#include "util/error.h"
 
 namespace tg {
 

@@ -114,16 +114,16 @@ std::pair<Tensor, Tensor> next_counter(const std::string& device, int64_t num) {
   int64_t lo32 = num & 0xffffffff, hi32 = num >> 32;
   Tensor new_low = counter.slice({{0, 1}}) + lo32;
   Tensor new_high = counter.slice({{1, 2}}) + hi32 + (new_low < counter[0]);
-  counter.assign(new_low.cat({new_high}));
+  counter.assign(new_low.cat(new_high));
   Tensor low = counter.slice({{0, 1}}) - lo32;
   Tensor high = counter.slice({{1, 2}}) - hi32 - (counter[0] < lo32);
-  return {st.device_seeds.at(device), low.cat({high})};
+  return {st.device_seeds.at(device), low.cat(high)};
 }
 
 Tensor threefry_random_bits(const Tensor& key, const Tensor& counts0, const Tensor& counts1) {
   Tensor x = (counts1.cast(dtypes::uint64) << 32) | counts0.cast(dtypes::uint64);
   x = alu(x, Ops::THREEFRY, {(key[1].cast(dtypes::uint64) << 32) | key[0].cast(dtypes::uint64)});
-  return x.cast(dtypes::uint32).cat({(x >> 32).cast(dtypes::uint32)});
+  return x.cast(dtypes::uint32).cat((x >> 32).cast(dtypes::uint32));
 }
 
 Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
@@ -140,7 +140,7 @@ Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
     bits.push_back(threefry_random_bits(new_key, counts0, counts1).slice({{std::nullopt, chunk}}));
   }
   if (bits.empty()) return counter.slice({{0, 0}});
-  return bits[0].cat(std::vector<Tensor>(bits.begin() + 1, bits.end()));
+  return Tensor::cat(bits);
 }
 
 Tensor bits_to_rand(const Tensor& bits, const Shape& shape, DType dt) {
@@ -178,7 +178,7 @@ Tensor Tensor::rand_like(std::optional<DType> dtype) const { return rand(shape()
 Tensor Tensor::randn_like(std::optional<DType> dtype) const {
   DType dt = dtype.value_or(this->dtype());
   if (dt.is_weak()) throw Error("randn_like: needs an explicit dtype for a " + dt_name(dt) + " tensor");
-  Tensor src = stack({*this}).rand_like(dtypes::float32);
+  Tensor src = stack(*this).rand_like(dtypes::float32);
   return src[0].mul(2 * std::numbers::pi).cos().mul(src[1].sub(1, true).log().mul(-2).sqrt()).cast(dt);
 }
 

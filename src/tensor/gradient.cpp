@@ -296,7 +296,7 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
     if (g.shape() != t->uop.shape())
       throw Error("backward: grad shape must match tensor shape, " + g.shape_str() + " != " + tg::shape_str(t->uop.shape()));
     if (!g.device()) g = g.clone(*t->uop.device());
-    if (!t->grad) t->grad = g.impl();
+    if (!t->grad) t->grad = TensorAccess::impl(g);
     else {
       Tensor old(t->grad);
       old.assign(old + g.to(*old.device()));
@@ -308,7 +308,7 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
 std::optional<Tensor> Tensor::grad() const { return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; }
 Tensor& Tensor::set_grad(std::optional<Tensor> g) {
   if (g && g->shape() != shape()) throw Error("set_grad: grad shape must match tensor shape, " + g->shape_str() + " != " + shape_str());
-  impl_->grad = g ? g->impl() : nullptr;
+  impl_->grad = g ? TensorAccess::impl(*g) : nullptr;
   return *this;
 }
 bool Tensor::is_param() const { return impl_->is_param; }

@@ -22,12 +22,12 @@ std::unordered_set<TensorImpl*>& registry() {
 std::string dt_name(DType d) { return std::string(d.name()); }
 }  // namespace
 
-TensorImpl::TensorImpl(UOp u) : uop(std::move(u)) {
+Tensor::Impl::Impl(UOp u) : uop(std::move(u)) {
   static uint64_t counter = 0;
   seq = counter++;
   registry().insert(this);
 }
-TensorImpl::~TensorImpl() { registry().erase(this); }
+Tensor::Impl::~Impl() { registry().erase(this); }
 size_t live_tensors() { return registry().size(); }
 std::vector<TensorImpl*> all_tensors() {
   std::vector<TensorImpl*> r(registry().begin(), registry().end());
@@ -78,7 +78,7 @@ void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
 // ***** 2. construction and properties *****
 
 Tensor::Tensor() : Tensor(scalar(ConstVal(0.0), std::nullopt, "")) {}
-Tensor::Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {
+Tensor::Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {
   if (!impl_ || !impl_->uop) internal_error("Tensor built from an empty impl");
 }
 Tensor Tensor::scalar(ConstVal v, std::optional<DType> dtype, const std::string&) { return wrap(UOp::const_(v, dtype)); }
@@ -208,13 +208,32 @@ UOp schedule_linear(const std::vector<Tensor>& tensors) {
   return linear;
 }
 
-void Tensor::realize(const std::vector<Tensor>& tensors) {
-  std::vector<Tensor> to_realize;
+namespace {
+std::vector<Tensor> unrealized(const std::vector<Tensor>& tensors) {  // buffer-backed and device-free ones have nothing to run
+  std::vector<Tensor> r;
   for (auto& t : tensors)
-    if (!uop_of(t).is_virtual() && !uop_of(t).has_buffer_identity()) to_realize.push_back(t);
-  if (to_realize.empty()) return;
-  auto [linear, vars] = linear_with_vars(to_realize);
+    if (!uop_of(t).is_virtual() && !uop_of(t).has_buffer_identity()) r.push_back(t);
+  return r;
+}
+}  // namespace
+
+Schedule Tensor::schedule_linear(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> todo = unrealized(tensors);
+  if (todo.empty()) return {};
+  auto [linear, vars] = linear_with_vars(todo);
+  return TensorAccess::make(std::move(linear), std::move(vars));
+}
+void Tensor::realize(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> todo = unrealized(tensors);
+  if (todo.empty()) return;
+  auto [linear, vars] = linear_with_vars(todo);
   run_linear(linear, vars);
+}
+
+size_t Schedule::size() const { return impl_ ? impl_->linear.src().size() : 0; }
+std::string Schedule::str() const { return impl_ ? impl_->linear.str() : ""; }
+void Schedule::run() const {
+  if (size()) run_linear(impl_->linear, impl_->vars);
 }
 Tensor& Tensor::realize() {
   realize({*this});

@@ -9,21 +9,37 @@
 
 namespace tg {
 
-// one live tensor: its current graph. Every TensorImpl is in the registry while it lives, so a realize can swap the
-// graph of every tensor that refers to what was realized (tinygrad's all_tensors)
-struct TensorImpl {
+// one live tensor: its current graph. Every one is in the registry while it lives, so a realize can swap the graph of
+// every tensor that refers to what was realized (tinygrad's all_tensors)
+struct Tensor::Impl {
   UOp uop;
-  std::shared_ptr<TensorImpl> grad;  // filled by backward() (gradient.cpp)
-  bool is_param = true;              // false for buffers an optimizer leaves alone (BatchNorm's running statistics)
-  uint64_t seq;                      // creation order: all_tensors() lists tensors as tinygrad's dict does
-  explicit TensorImpl(UOp u);
-  ~TensorImpl();
-  TensorImpl(const TensorImpl&) = delete;
-  TensorImpl& operator=(const TensorImpl&) = delete;
+  std::shared_ptr<Impl> grad;  // filled by backward() (gradient.cpp)
+  bool is_param = true;        // false for buffers an optimizer leaves alone (BatchNorm's running statistics)
+  uint64_t seq;                // creation order: all_tensors() lists tensors as tinygrad's dict does
+  explicit Impl(UOp u);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
+struct Schedule::Impl {
+  UOp linear;
+  VarVals vars;
+};
+struct TensorAccess {
+  using Impl = Tensor::Impl;
+  static const std::shared_ptr<Impl>& impl(const Tensor& t) { return t.impl_; }
+  static Tensor make(std::shared_ptr<Impl> impl) { return Tensor(std::move(impl)); }
+  static const Schedule::Impl& impl(const Schedule& s) { return *s.impl_; }
+  static Schedule make(UOp linear, VarVals vars) {
+    Schedule s;
+    s.impl_ = std::make_shared<const Schedule::Impl>(Schedule::Impl{std::move(linear), std::move(vars)});
+    return s;
+  }
+};
+using TensorImpl = TensorAccess::Impl;
 
-inline const UOp& uop_of(const Tensor& t) { return t.impl()->uop; }
-inline Tensor wrap(UOp u) { return Tensor(std::make_shared<TensorImpl>(std::move(u))); }
+inline const UOp& uop_of(const Tensor& t) { return TensorAccess::impl(t)->uop; }
+inline Tensor wrap(UOp u) { return TensorAccess::make(std::make_shared<TensorImpl>(std::move(u))); }
 inline Tensor lit(ConstVal v) { return wrap(UOp::const_(v)); }  // a weak literal (bool stays bool)
 
 // substitute the map into the graph of every live tensor that reaches one of its keys (_apply_map_to_tensors)

@@ -66,11 +66,14 @@ Tensor Tensor::pad(const Pairs& padding, ConstVal value) const {
 
 // ***** 3. cat, stack, repeat *****
 
-Tensor Tensor::stack(const std::vector<Tensor>& others, int64_t dim_in) const {
-  int64_t dim = resolve_dim(*this, dim_in, true, "stack");
+Tensor Tensor::stack(const std::vector<Tensor>& tensors, int64_t dim_in) {
+  if (tensors.empty()) throw Error("stack: needs at least one tensor");
+  const Tensor& t0 = tensors[0];
+  int64_t dim = resolve_dim(t0, dim_in, true, "stack");
+  std::vector<Tensor> others(tensors.begin() + 1, tensors.end());
   for (auto& t : others)
-    if (t.shape() != shape()) throw Error("stack: all shapes must match, got " + shape_str() + " and " + t.shape_str());
-  Tensor ret = mop_stack(*this, others);
+    if (t.shape() != t0.shape()) throw Error("stack: all shapes must match, got " + t0.shape_str() + " and " + t.shape_str());
+  Tensor ret = mop_stack(t0, others);
   if (dim == 0) return ret;
   std::vector<int64_t> perm;
   for (int64_t i = 1; i <= dim; i++) perm.push_back(i);
@@ -78,39 +81,31 @@ Tensor Tensor::stack(const std::vector<Tensor>& others, int64_t dim_in) const {
   for (int64_t i = dim + 1; i < ret.ndim(); i++) perm.push_back(i);
   return ret.permute(perm);
 }
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) throw Error("stack: needs at least one tensor");
-  return tensors[0].stack(std::vector<Tensor>(tensors.begin() + 1, tensors.end()), dim);
-}
+Tensor Tensor::stack(const Tensor& other, int64_t dim) const { return stack({*this, other}, dim); }
 
-Tensor Tensor::cat(const std::vector<Tensor>& others, int64_t dim_in) const {
-  int64_t dim = resolve_dim(*this, dim_in, false, "cat");
-  for (auto& t : others) {
-    bool ok = t.ndim() == ndim();
-    for (int64_t i = 0; ok && i < ndim(); i++) ok = i == dim || t.shape()[size_t(i)] == shape()[size_t(i)];
-    if (!ok) throw Error("cat: shapes " + shape_str() + " and " + t.shape_str() + " differ outside dim " + std::to_string(dim));
+Tensor Tensor::cat(const std::vector<Tensor>& tensors, int64_t dim_in) {
+  if (tensors.empty()) throw Error("cat: needs at least one tensor");
+  const Tensor& t0 = tensors[0];
+  int64_t dim = resolve_dim(t0, dim_in, false, "cat"), n = t0.ndim();
+  for (auto& t : tensors) {
+    bool ok = t.ndim() == n;
+    for (int64_t i = 0; ok && i < n; i++) ok = i == dim || t.shape()[size_t(i)] == t0.shape()[size_t(i)];
+    if (!ok) throw Error("cat: shapes " + t0.shape_str() + " and " + t.shape_str() + " differ outside dim " + std::to_string(dim));
   }
-  if (std::all_of(others.begin(), others.end(), [&](auto& t) { return t.shape()[size_t(dim)] == shape()[size_t(dim)]; }))
-    return stack(others, dim).flatten(dim, dim + 1);
-  std::vector<Tensor> ts{*this};
-  ts.insert(ts.end(), others.begin(), others.end());
+  if (std::all_of(tensors.begin(), tensors.end(), [&](auto& t) { return t.shape()[size_t(dim)] == t0.shape()[size_t(dim)]; }))
+    return stack(tensors, dim).flatten(dim, dim + 1);
   std::vector<int64_t> cum{0};
-  for (auto& t : ts) cum.push_back(cum.back() + t.shape()[size_t(dim)]);
+  for (auto& t : tensors) cum.push_back(cum.back() + t.shape()[size_t(dim)]);
   Tensor ret;
-  for (size_t i = 0; i < ts.size(); i++) {
-    Pairs p(size_t(ndim()), {0, 0});
+  for (size_t i = 0; i < tensors.size(); i++) {
+    Pairs p(size_t(n), {0, 0});
     p[size_t(dim)] = {cum[i], cum.back() - cum[i + 1]};
-    Tensor padded = ts[i].pad(p);
+    Tensor padded = tensors[i].pad(p);
     ret = i == 0 ? padded : ret.dtype().is_bool() ? ret | padded : ret + padded;
   }
   return ret;
 }
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) throw Error("cat: needs at least one tensor");
-  return tensors[0].cat(std::vector<Tensor>(tensors.begin() + 1, tensors.end()), dim);
-}
-Tensor Tensor::cat(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t) { return tg::cat(tensors, dim); }
-Tensor Tensor::stack(const std::vector<Tensor>& tensors, int64_t dim, std::nullptr_t) { return tg::stack(tensors, dim); }
+Tensor Tensor::cat(const Tensor& other, int64_t dim) const { return cat({*this, other}, dim); }
 
 Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
   if (int64_t(repeats.size()) < ndim())

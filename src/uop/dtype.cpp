@@ -1,5 +1,6 @@
 #include "tg/dtype.h"
 #include "tg/error.h"
+#include "util/error.h"
 
 #include <array>
 #include <bit>
@@ -14,8 +15,6 @@
 #include <vector>
 
 namespace tg {
-
-void internal_error(const std::string& what) { throw Error("internal error: " + what); }
 
 // ***** ConstVal *****
 

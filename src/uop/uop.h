@@ -19,6 +19,7 @@
 
 #include "tg/dtype.h"
 #include "tg/error.h"
+#include "util/error.h"
 #include "uop/ops.h"
 
 namespace tg {

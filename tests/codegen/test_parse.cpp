@@ -1,4 +1,4 @@
-// parse_uop (src/uop/parse.h) and the arg objects (src/uop/args.h) against tinygrad's printed graphs: every Tensor graph
+// parse_uop (tests/support/parse.h) and the arg objects (src/uop/args.h) against tinygrad's printed graphs: every Tensor graph
 // and kernel AST of tests/data/codegen_cases.txt parses and prints back to the same text.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "codegen_cases.h"
 #include "uop/args.h"
-#include "uop/parse.h"
+#include "support/parse.h"
 
 using namespace tg;
 

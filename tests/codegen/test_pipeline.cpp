@@ -11,7 +11,7 @@
 #include "codegen/pipeline.h"
 #include "codegen_cases.h"
 #include "runtime/device.h"
-#include "uop/parse.h"
+#include "support/parse.h"
 #include "tg/context.h"
 
 using namespace tg;

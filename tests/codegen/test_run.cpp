@@ -10,7 +10,7 @@
 #include "engine/program_cache.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
-#include "uop/parse.h"
+#include "support/parse.h"
 
 using namespace tg;
 

@@ -268,9 +268,9 @@ TEST(Conformance, Movement) {
   EXPECT_TRUE(same(c.t.expand({3, 5}), c.a.expand({3, 5})));
   EXPECT_TRUE(same(c.t.expand({2, -1, 4}), c.a.expand({2, -1, 4})));
   Pair y = input({2, 3, 4}, dtypes::float32, -3, 3, 9), z = input({2, 1, 4}, dtypes::float32, -3, 3, 10);
-  EXPECT_TRUE(same(x.t.cat({y.t, z.t}, 1), at::cat({x.a, y.a, z.a}, 1)));
-  EXPECT_TRUE(same(x.t.cat({y.t}, -1), at::cat({x.a, y.a}, -1)));
-  EXPECT_TRUE(same(x.t.stack({y.t}, 1), at::stack({x.a, y.a}, 1)));
+  EXPECT_TRUE(same(tg::Tensor::cat({x.t, y.t, z.t}, 1), at::cat({x.a, y.a, z.a}, 1)));
+  EXPECT_TRUE(same(x.t.cat(y.t, -1), at::cat({x.a, y.a}, -1)));
+  EXPECT_TRUE(same(x.t.stack(y.t, 1), at::stack({x.a, y.a}, 1)));
   // slicing with steps, negative indices, an int index
   Pair v = input({10, 6}, dtypes::int32, -50, 50);
   EXPECT_TRUE(same(v.t[{tg::Slice{1, 9, 3}, tg::Slice{{}, {}, -2}}], v.a.slice(0, 1, 9, 3).flip({1}).slice(1, 0, 6, 2)));

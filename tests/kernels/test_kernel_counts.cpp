@@ -20,7 +20,7 @@ Tensor conv_mops() {
   std::vector<Tensor> cols;
   for (int64_t i = 0; i < 3; i++)
     for (int64_t j = 0; j < 3; j++) cols.push_back(xp.shrink({{0, 1}, {0, 1}, {i, i + 6}, {j, j + 6}}));
-  return (Tensor::stack(cols, -1, nullptr) * E({9}).reshape({1, 1, 1, 1, 9})).sum(-1);
+  return (Tensor::stack(cols, -1) * E({9}).reshape({1, 1, 1, 1, 9})).sum(-1);
 }
 
 // backward graphs: the gradients of a loss, scheduled together
@@ -90,7 +90,7 @@ const std::map<std::string, Graph>& graphs() {
       {"bw_max_reduce", [] { Tensor x = E({4, 8}); return x.max(1).sum().gradient({x}); }},
       {"bw_broadcast_mul", [] { Tensor x = E({4, 1}), y = E({1, 8}); return (x * y).exp().sum().gradient({x, y}); }},
       {"bw_layernorm", [] { Tensor x = E({4, 8}), w = E({8}); return (x.layernorm() * w).sum().gradient({x, w}); }},
-      {"bw_cat_stack", [] { Tensor x = E({4, 4}), y = E({2, 4}); return x.cat({y}, 0).sin().stack({E({6, 4})}, 0).sum().gradient({x, y}); }},
+      {"bw_cat_stack", [] { Tensor x = E({4, 4}), y = E({2, 4}); return x.cat(y, 0).sin().stack(E({6, 4}), 0).sum().gradient({x, y}); }},
       {"bw_seeded", [] { Tensor x = E({4, 8}); return (x * 2).exp().gradient({x}, E({4, 8})); }},
       {"bw_cumsum", [] { Tensor x = E({8}); return x.cumsum().square().sum().gradient({x}); }},
       {"bw_prod", [] { Tensor x = E({4, 8}); return x.prod(1).sum().gradient({x}); }},

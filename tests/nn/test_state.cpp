@@ -332,11 +332,11 @@ TEST(StateDict, NamesAndOrder) {
                                             "layers.1.weight", "scale", "steps"}));
   auto params = get_parameters(net);
   ASSERT_EQ(params.size(), 8u);  // visit order
-  EXPECT_EQ(params[0].impl(), net.first.weight.impl());
-  EXPECT_EQ(params[1].impl(), net.first.bias->impl());
-  EXPECT_EQ(params[2].impl(), net.layers[0].weight.impl());
-  EXPECT_EQ(params[7].impl(), net.steps.impl());
-  EXPECT_EQ(sd.at("layers.1.weight").impl(), net.layers[1].weight.impl());  // the dict shares the model's tensors
+  EXPECT_TRUE(params[0].is(net.first.weight));
+  EXPECT_TRUE(params[1].is(*net.first.bias));
+  EXPECT_TRUE(params[2].is(net.layers[0].weight));
+  EXPECT_TRUE(params[7].is(net.steps));
+  EXPECT_TRUE(sd.at("layers.1.weight").is(net.layers[1].weight));  // the dict shares the model's tensors
 }
 
 TEST(StateDict, LoadFromSafetensorsOnDisk) {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "schedule/rangeify.h"
-#include "uop/parse.h"
+#include "support/parse.h"
 
 using namespace tg;
 

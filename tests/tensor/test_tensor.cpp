@@ -132,8 +132,8 @@ TEST(Tensor, Errors) {
   expect_error(error_of([&] { a.flip(3); }), {"FLIP", "(2, 3)"});
   expect_error(error_of([&] { a.expand({4, 3}); }), {"EXPAND", "(2, 3)", "(4, 3)"});
   expect_error(error_of([&] { a.repeat({2}); }), {"repeat", "(2, 3)"});
-  expect_error(error_of([&] { a.cat({Tensor::empty({2, 4})}); }), {"cat", "(2, 3)", "(2, 4)"});
-  expect_error(error_of([&] { a.stack({Tensor::empty({3, 2})}); }), {"stack", "(2, 3)", "(3, 2)"});
+  expect_error(error_of([&] { a.cat(Tensor::empty({2, 4})); }), {"cat", "(2, 3)", "(2, 4)"});
+  expect_error(error_of([&] { a.stack(Tensor::empty({3, 2})); }), {"stack", "(2, 3)", "(3, 2)"});
   expect_error(error_of([&] { a.matmul(Tensor::empty({2, 3}, dtypes::half)); }), {"dot", "(2, 3):float", "(2, 3):half"});
   expect_error(error_of([&] { Tensor(1.0).dot(a); }), {"dot", "()", "(2, 3)"});
   expect_error(error_of([&] { a[5]; }), {"index", "5", "size 2"});
@@ -189,6 +189,23 @@ TEST(Tensor, ScheduleLinearSwapsTensorsToBuffers) {
   EXPECT_EQ(uop_of(d).src(0), uop_of(c));         // and so is d's source
   EXPECT_EQ(uop_of(a), a_before);                  // inputs are untouched
   EXPECT_EQ(c.shape(), (Shape{2}));
+}
+
+// the public form: a Schedule to inspect and run later
+TEST(TensorRealize, PublicScheduleLinearRunsLater) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}), b = Tensor::from_vector<float>({1, 1, 1, 2, 2, 2}, {2, 3});
+  Tensor c = (a * b).sum(1), d = (a + b).contiguous();
+  Schedule s = Tensor::schedule_linear({c, d});
+  ASSERT_EQ(s.size(), 2u);  // one reduce kernel, one elementwise kernel
+  EXPECT_NE(s.str().find("Ops.LINEAR"), std::string::npos) << s.str();
+  EXPECT_EQ(uop_of(c).base().op(), Ops::BUFFER);  // already pointed at the buffer the schedule fills
+  s.run();
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{6, 30}));  // 1+2+3, 2*(4+5+6)
+  EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{2, 3, 4, 6, 7, 8}));
+  EXPECT_EQ(Tensor::schedule_linear({c, d}).size(), 0u);  // realized: nothing left to run
+  Schedule empty;
+  EXPECT_EQ(empty.size(), 0u);
+  empty.run();
 }
 
 // ***** values *****

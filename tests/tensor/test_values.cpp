@@ -133,8 +133,8 @@ TEST(TensorValues, MovementAndIndexing) {
   expect_close(a.pad({{0, 0}, {-1, 0}}), {1, 2, 4, 5});
   expect_close(a.shrink({{1, 2}, {0, 2}}), {3, 4});
   expect_close(a.repeat({1, 2}), {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
-  expect_close(a.cat({a}, 1), {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
-  expect_close(F({1, 2}).stack({F({3, 4})}, 1), {1, 3, 2, 4});
+  expect_close(a.cat(a, 1), {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
+  expect_close(F({1, 2}).stack(F({3, 4}), 1), {1, 3, 2, 4});
   expect_close(a[1], {3, 4, 5});
   expect_close(a[{Slice{}, int64_t(-1)}], {2, 5});
   expect_close(a[{Slice{}, Slice{{}, {}, -1}}], {2, 1, 0, 5, 4, 3});
@@ -195,7 +195,7 @@ TEST(TensorValues, ZeroPad) {
   expect_close(F({0, 1, 2, 3, 4, 5}, {2, 3}).pad({{0, 0}, {1, 1}}), {0, 0, 1, 2, 0, 0, 3, 4, 5, 0});
 }
 TEST(TensorValues, CatUneven) {
-  expect_close(F({0, 1, 2, 3, 4, 5}, {2, 3}).cat({F({6, 7, 8}, {1, 3})}), {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  expect_close(F({0, 1, 2, 3, 4, 5}, {2, 3}).cat(F({6, 7, 8}, {1, 3})), {0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
 TEST(TensorValues, BatchMatmulEye) {
   expect_close(F({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}).matmul(Tensor::eye(2)), {1, 2, 3, 4, 5, 6, 7, 8});

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Kernel counts tinygrad (a9069c177a) schedules for the graphs of tests/kernels/test_kernel_counts.cpp (same names, same
-# graphs). Run: cd /work/ref && PYTHONPATH=/work/ref /usr/bin/python3 /work/main/tests/tools/gen_kernel_counts.py > /work/main/tests/data/kernel_counts.txt
+# graphs). Run from the repo root with a tinygrad checkout at a9069c177a: PYTHONPATH=TINYGRAD_DIR /usr/bin/python3 tests/tools/gen_kernel_counts.py > tests/data/kernel_counts.txt
 from tinygrad import Tensor, dtypes
 
 def E(*shape, dtype=dtypes.float): return Tensor.empty(*shape, dtype=dtype)

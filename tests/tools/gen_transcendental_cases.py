@@ -1,6 +1,6 @@
 # Prints tinygrad's node counts of the transcendental decompositions (xexp2, xlog2, xsin, xpow) for each float dtype:
 # the number of nodes in the built graph minus the nodes of the input(s). tests/codegen/test_transcendental.cpp holds
-# these numbers. Run: cd /work/ref && PYTHONPATH=/work/ref python3 /work/main/tests/tools/gen_transcendental_cases.py
+# these numbers. Run from a tinygrad checkout at a9069c177a: PYTHONPATH=TINYGRAD_DIR python3 tests/tools/gen_transcendental_cases.py
 from tinygrad import dtypes
 from tinygrad.uop.ops import UOp
 from tinygrad.codegen.decomp.transcendental import xexp2, xlog2, xsin, xpow

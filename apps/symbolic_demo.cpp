@@ -1,5 +1,5 @@
-// The main job until training lands: build index expressions as rangeify would, simplify them with the symbolic
-// engine, and print them before and after together with a UOp graph.
+// The symbolic engine at work (build/symbolic_demo): index expressions as rangeify builds them, printed before and
+// after simplification, and one UOp graph.
 #include <iostream>
 
 #include "tg/tg.h"

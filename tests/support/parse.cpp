@@ -3,7 +3,7 @@
 //
 // Printing differences of UOp::str() (the round trip holds up to these): a float constant prints as 1.0 where tinygrad
 // prints ConstFloat(1.0), and a FLIP arg as (1, 0) where tinygrad prints (True, False).
-#include "uop/parse.h"
+#include "support/parse.h"
 
 #include <algorithm>
 #include <cerrno>
