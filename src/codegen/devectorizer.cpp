@@ -22,17 +22,6 @@ const std::optional<Shape>& cg_shape(const UOp& u) {
   if (const auto* s = u.shape_if_valid()) return *s;
   return lin_max_shape(u);
 }
-Shape broadcast_shape(const std::vector<Shape>& shapes) {
-  size_t nd = 0;
-  for (auto& s : shapes) nd = std::max(nd, s.size());
-  Shape out(nd, 1);
-  for (auto& s : shapes)
-    for (size_t i = 0; i < s.size(); i++) {
-      int64_t& o = out[nd - s.size() + i];
-      o = (o == 0 || s[i] == 0) ? 0 : std::max(o, s[i]);
-    }
-  return out;
-}
 UOp maybe_load(const UOp& u) {
   auto a = u.addrspace();
   return a && (*a == AddrSpace::GLOBAL || *a == AddrSpace::LOCAL || *a == AddrSpace::REG) ? u.load() : u;

@@ -1,4 +1,5 @@
-// tinygrad's codegen/__init__.py: the pass list of full_rewrite_to_sink, and to_program (linearize, render, estimates).
+// tinygrad's codegen/__init__.py: 1. the passes' helpers and last matchers, 2. full_rewrite_to_sink (the pass list),
+// 3. to_program (linearize, estimates, render). The expander and devectorizer matchers are in expander/devectorizer.cpp.
 #include "codegen/pipeline.h"
 
 #include <chrono>
@@ -26,6 +27,8 @@
 #include "util/env.h"
 
 namespace tg {
+
+// ***** 1. the passes' helpers, casted consts and param numbering *****
 
 namespace {
 // TRACK_REWRITES=1: the time and result size of each pass, summed over kernels, printed at exit
@@ -121,6 +124,8 @@ const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool fo
 }
 }  // namespace
 
+// ***** 2. full_rewrite_to_sink *****
+
 UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimize) {
   if (debug_level() >= 5) std::printf("%s\n", ast.str().c_str());
   // symbolic_simple/symbolic/sym with the rules of tinygrad's that ours lack (gated LOAD/STORE folding, sym's extras)
@@ -186,6 +191,8 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;
   return rewrite("pm_number_params", sink, pm_number_params(), &nparams, false, true);
 }
+
+// ***** 3. to_program: linearize, estimates, render *****
 
 std::vector<UOp> linearize_program(const UOp& sink) {
   std::vector<UOp> out, src;

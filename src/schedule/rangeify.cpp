@@ -138,7 +138,7 @@ UOp expand_bitcast(const UOp& bc) {
   return bitcast_to(st.permute(perm).flatten(-2).cast(new_uint), bc.dtype());
 }
 
-const OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
+constexpr OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
 }  // namespace
 
 const PatternMatcher& pm_inline_functions() {

@@ -1,5 +1,5 @@
-// Movement ops on UOp as tinygrad builds them in the tensor graph (UOp._mop and the MovementMixin front ends), and
-// tinygrad's uop/movement.py: mop_cleanup, and pm_mops (in tinygrad's schedule/rangeify.py, marked to move here).
+// Movement ops on UOp as tinygrad builds them in the tensor graph (1.-4. UOp._mop and the MovementMixin front ends),
+// and tinygrad's uop/movement.py: 5. mop_cleanup, 6. pm_mops (in tinygrad's schedule/rangeify.py, marked to move here).
 #include "uop/movement.h"
 
 #include <algorithm>
@@ -28,6 +28,18 @@ int64_t prod(const std::vector<int64_t>& s) {
   for (auto x : s)
     if (__builtin_mul_overflow(r, x, &r)) throw Error("shape " + shape_str(s) + " has more elements than int64 can count");
   return r;
+}
+
+Shape broadcast_shape(const std::vector<Shape>& shapes) {
+  size_t nd = 0;
+  for (auto& s : shapes) nd = std::max(nd, s.size());
+  Shape out(nd, 1);
+  for (auto& s : shapes)
+    for (size_t i = 0; i < s.size(); i++) {
+      int64_t& o = out[nd - s.size() + i];
+      o = (o == 0 || s[i] == 0) ? 0 : std::max(o, s[i]);
+    }
+  return out;
 }
 
 UOp shape_to_shape_arg(const std::vector<int64_t>& arg) {
@@ -71,7 +83,7 @@ int64_t resolve_dim(const char* op, int64_t d, const Shape& shape, bool extra = 
 }
 }  // namespace
 
-// ***** _mop: the raw node *****
+// ***** 1. _mop: the raw node *****
 
 UOp UOp::mop(Ops op, const std::vector<int64_t>& arg) const {
   switch (op) {
@@ -110,7 +122,7 @@ UOp UOp::mop_pairs(Ops op, const std::vector<std::pair<int64_t, int64_t>>& arg) 
   return ret;
 }
 
-// ***** marg / base *****
+// ***** 2. marg / base *****
 
 Shape UOp::marg() const {
   switch (op()) {
@@ -135,7 +147,7 @@ UOp UOp::base() const {
   return u;
 }
 
-// ***** the front ends (tinygrad's MovementMixin) *****
+// ***** 3. the front ends (tinygrad's MovementMixin) *****
 
 UOp UOp::reshape(const Shape& new_shape_in) const {
   const Shape& s = shape();
@@ -236,7 +248,7 @@ UOp UOp::flip(const std::vector<int64_t>& axes) const {
   return std::any_of(flip_arg.begin(), flip_arg.end(), [](int64_t x) { return x != 0; }) ? mop(Ops::FLIP, flip_arg) : *this;
 }
 
-// ***** derived ones *****
+// ***** 4. derived ones *****
 
 UOp UOp::shrink_to(const Shape& ns) const {
   Pairs arg;
@@ -306,7 +318,7 @@ UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
   return permute(order);
 }
 
-// ***** mop_cleanup *****
+// ***** 5. mop_cleanup *****
 
 namespace {
 // a node's shape, or none where it has none (or computing it fails: the rule then does not apply)
@@ -389,7 +401,7 @@ const PatternMatcher& mop_cleanup() {
   return pm;
 }
 
-// ***** pm_mops: movement ops on INDEX become index math (apply_movement_op is tinygrad's schedule/indexing.py's) *****
+// ***** 6. pm_mops: movement ops on INDEX become index math (apply_movement_op: tinygrad's schedule/indexing.py) *****
 
 namespace {
 using enum Ops;

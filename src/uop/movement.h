@@ -31,5 +31,7 @@ std::string shape_str(const std::vector<int64_t>& s);  // Python tuple form: (),
 // the number of elements of a shape; tg::Error when it does not fit in int64 (shapes are user input)
 int64_t prod(const std::vector<int64_t>& s);
 int64_t mul_checked(int64_t a, int64_t b, const char* what);  // a * b, or tg::Error naming `what` on overflow
+// tinygrad's _broadcast_shape: the shapes aligned right, each dim the largest (0 where one is 0); no compatibility check
+Shape broadcast_shape(const std::vector<Shape>& shapes);
 
 }  // namespace tg

@@ -57,6 +57,8 @@ void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(
 int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
 }  // namespace
 
+// ***** 1. postrange.py: the Scheduler and apply_opts *****
+
 RendererCaps caps_of(const CStyleLanguage& ren) {
   RendererCaps c;
   c.vector_width = ren.simd_vectors() ? ren.vector_width : 0;
@@ -264,7 +266,7 @@ UOp Scheduler::get_optimized_ast(std::optional<std::string> name_override) {
   return ast.replace({.arg = make_arg(std::move(ki)), .tag = Arg(int64_t(1))});
 }
 
-// ***** heuristic.py (the parts a renderer without locals or tensor cores uses) *****
+// ***** 2. heuristic.py (the parts a renderer without locals or tensor cores uses) *****
 
 namespace {
 // the constant stride of `rng` in an index: 0 when the index does not depend on it, nullopt when not a plain multiple
