@@ -1,6 +1,6 @@
 #pragma once
-// The devectorizer of tinygrad's codegen/__init__.py (which absorbed its codegen/late/devectorizer.py): broadcasts are
-// unpacked, loads added, and shaped values split into one scalar op per element.
+// The devectorizer of tinygrad's codegen/__init__.py (once its own file, codegen/late/devectorizer.py, whose rest went
+// to late/coalesce.py): broadcasts are unpacked, loads added, and shaped values split into one scalar op per element.
 #include "uop/upat.h"
 
 namespace tg {

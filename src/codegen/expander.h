@@ -1,5 +1,5 @@
 #pragma once
-// The expander of tinygrad's codegen/__init__.py (which absorbed its codegen/late/expander.py): UPCAST/UNROLL ranges
+// The expander of tinygrad's codegen/__init__.py (once its own file, codegen/late/expander.py): UPCAST/UNROLL ranges
 // become shaped constants, REDUCEs become accumulators in registers, STAGEs become local buffers.
 #include <unordered_map>
 
