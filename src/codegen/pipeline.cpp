@@ -1,4 +1,5 @@
-// tinygrad's codegen/__init__.py: the pass list of full_rewrite_to_sink, and to_program (linearize, render, estimates).
+// tinygrad's codegen/__init__.py: 1. the passes' helpers and last matchers, 2. full_rewrite_to_sink (the pass list),
+// 3. to_program (linearize, estimates, render). The expander and devectorizer matchers are in expander/devectorizer.cpp.
 #include "codegen/pipeline.h"
 
 #include <chrono>
@@ -9,11 +10,16 @@
 #include <typeinfo>
 #include <unordered_set>
 
+#include "codegen/decomp/op.h"
 #include "codegen/decomp/transcendental.h"
-#include "codegen/linearizer.h"
+#include "codegen/devectorizer.h"
+#include "codegen/expander.h"
+#include "codegen/gpudims.h"
+#include "codegen/late/coalesce.h"
+#include "codegen/late/gater.h"
+#include "codegen/late/linearizer.h"
 #include "codegen/opt/postrange.h"
-#include "codegen/passes.h"
-#include "schedule/rangeify.h"
+#include "codegen/simplify.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
 #include "uop/symbolic.h"
@@ -21,6 +27,8 @@
 #include "util/env.h"
 
 namespace tg {
+
+// ***** 1. the passes' helpers, casted consts and param numbering *****
 
 namespace {
 // TRACK_REWRITES=1: the time and result size of each pass, summed over kernels, printed at exit
@@ -72,6 +80,32 @@ OpSet supported_ops(const CStyleLanguage& ren) {
   return s;
 }
 
+// every literal spelled as a casted const CAST(dt, CONST(value)); run with walk
+const PatternMatcher& pm_casted_consts() {
+  static const PatternMatcher pm = PatternMatcher{
+      UPat(Ops::CONST, {}, {}, {}, "c") >> [](M m) {
+        const UOp& c = m["c"];
+        if (c.dtype().is_weak() || c.dtype() == dtypes::void_) return UOp();
+        return UOp::make(Ops::CAST, c.dtype(), {UOp::const_(c.val())}, Arg(c.dtype()));
+      },
+  }.pure();
+  return pm;
+}
+
+// unnumbered variable PARAMs get the next slots (ctx: int64_t next slot); run with walk
+const PatternMatcher& pm_number_params() {
+  static const PatternMatcher pm{
+      UPat(Ops::PARAM, {}, {}, {}, "x") >> [](M m) {
+        const UOp& x = m["x"];
+        if (x.arg().param().slot != -1) return UOp();
+        ParamArg pa = x.arg().param();
+        pa.slot = m.ctx<int64_t>()++;
+        return x.replace({.arg = Arg(pa)});
+      },
+  };
+  return pm;
+}
+
 struct DecompMatchers { PatternMatcher early, late, final; };
 const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental) {
   static std::mutex mu;
@@ -90,12 +124,14 @@ const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool fo
 }
 }  // namespace
 
+// ***** 2. full_rewrite_to_sink *****
+
 UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimize) {
   if (debug_level() >= 5) std::printf("%s\n", ast.str().c_str());
   // symbolic_simple/symbolic/sym with the rules of tinygrad's that ours lack (gated LOAD/STORE folding, sym's extras)
   static const PatternMatcher simple = symbolic_simple() + pm_fold_invalid_access();
   static const PatternMatcher symb = symbolic() + pm_fold_invalid_access();
-  static const PatternMatcher sym_all = sym() + pm_fold_invalid_access() + sym_extra();
+  static const PatternMatcher sym_all = sym() + pm_fold_invalid_access() + sym_extra() + pm_xpow();
   // the passes' matchers that do not depend on the renderer, built once
   static const PatternMatcher split_ranges = pm_split_ranges() + pm_flatten_range(), initial_sym = sym_all + pm_flatten_range(),
                               simplify_ranges = pm_flatten_range() + pm_simplify_ranges(),
@@ -155,6 +191,8 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;
   return rewrite("pm_number_params", sink, pm_number_params(), &nparams, false, true);
 }
+
+// ***** 3. to_program: linearize, estimates, render *****
 
 std::vector<UOp> linearize_program(const UOp& sink) {
   std::vector<UOp> out, src;

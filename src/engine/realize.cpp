@@ -8,7 +8,7 @@
 
 #include "codegen/pipeline.h"
 #include "engine/program_cache.h"
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "renderer/cstyle.h"
 #include "uop/args.h"
 #include "util/env.h"

@@ -2,6 +2,7 @@
 #include <cstring>
 #include "renderer/cstyle.h"
 #include "uop/nodemap.h"
+#include "uop/pattern_helpers.h"
 #include "util/env.h"
 
 #include <algorithm>
@@ -165,8 +166,6 @@ std::string pyformat(const std::string& f, const std::vector<std::string>& args)
   return out;
 }
 
-const DTypeSet kFloats = dtypes::floats();
-
 PatternMatcher base_rewrite() {
   UPat c = UPat::cvar("c");
   auto castc = [&](DTypeSet dts) { return UPat(CAST, dts, {c}, {}, "x"); };
@@ -197,7 +196,7 @@ PatternMatcher base_rewrite() {
         uint32_t bits = std::isnan(f) ? 0x7fc0u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
         return emit(m, "((unsigned short)" + std::to_string(bits) + "u)");
       },
-      castc(kFloats) >> [](M m) -> UOp {
+      castc(dtypes::floats()) >> [](M m) -> UOp {
         double v = m["c"].val().as_double();
         if (std::isfinite(v)) return {};
         const CStyleLanguage& r = rn(m);
@@ -598,6 +597,57 @@ std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops
   for (size_t i = 0; i < defs.size(); i++) d += (i ? "\n" : "") + defs[i];
   // tinygrad's clang entry hook (_render_entry) is empty; render_kernel adds one when a runtime asks for it
   return d + "\n" + render_body(p, uops) + "\n";
+}
+
+// ClangRenderer.extra_matcher: float casts through float32, bfloat16 in software
+
+namespace {
+UOp cast_float_to_bf16(const UOp& x) {
+  UOp u = x.bitcast(dtypes::uint32);
+  u = ((-u & 0x7f800000u).ne(lit(0))).where(u + ((u >> 16) & 1) + 0x7fff, ((u & 0xffff).ne(lit(0))).where(u | 0x10000, u));
+  return (u >> 16).cast(dtypes::uint16).bitcast(dtypes::bfloat16);
+}
+}  // namespace
+
+const PatternMatcher& clang_extra_matcher() {
+  static const PatternMatcher pm = [] {
+    using enum Ops;
+    using namespace pat;
+    DTypeSet bf(dtypes::bfloat16);
+    PatternMatcher casts{
+        V("x", dtypes::float64).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
+        V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
+        V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
+    };
+    PatternMatcher non_native{
+        U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
+          return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
+        },
+        U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
+          const UOp& x = m["x"];
+          std::vector<UOp> s;
+          for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
+          return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
+        },
+        U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
+          return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
+        },
+        U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
+          return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
+        },
+        U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
+          return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
+        },
+    };
+    PatternMatcher manual_bf16{
+        U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
+          return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
+        },
+        U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
+    };
+    return (casts + non_native + manual_bf16).pure();
+  }();
+  return pm;
 }
 
 // ***** 5. entry wrappers (the runtime's calling convention lives here, nowhere else) *****

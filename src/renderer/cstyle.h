@@ -129,6 +129,7 @@ class ClangRenderer : public CStyleLanguage {
   std::vector<std::string> render_defines(const std::vector<UOp>& uops) const;
   std::string render_vector_prefix(DType dt, int64_t count) const;
 };
+const PatternMatcher& clang_extra_matcher();  // ClangRenderer.extra_matcher: float casts through float32, bfloat16 in software
 
 // an entry wrapper that calls `kernel` with the words of an argument array (EntryStyle::ArgArray); "" for None
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,

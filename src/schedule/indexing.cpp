@@ -1,5 +1,5 @@
-// Rangeify (tinygrad's schedule/indexing.py): 1. the realize map, 2. movement ops as index math, 3. the range
-// assignment walk (consumers before producers), 4. applying the ranges (STAGE/INDEX/REDUCE with ranges).
+// Rangeify (tinygrad's schedule/indexing.py): 1. the realize map, 2. broadcast axes, 3. the range assignment walk
+// (consumers before producers), 4. applying the ranges (STAGE/INDEX/REDUCE with ranges).
 #include "schedule/indexing.h"
 
 #include <algorithm>
@@ -11,7 +11,7 @@ namespace tg {
 
 namespace {
 using enum Ops;
-const OpSet ALWAYS_CONTIGUOUS{CONTIGUOUS, AFTER, BUFFER, CONST, MSELECT, MSTACK, PARAM, LOAD, CALL, FUNCTION};
+constexpr OpSet ALWAYS_CONTIGUOUS{CONTIGUOUS, AFTER, BUFFER, CONST, MSELECT, MSTACK, PARAM, LOAD, CALL, FUNCTION};
 
 bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 bool contains(const std::vector<UOp>& v, const UOp& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
@@ -81,14 +81,7 @@ const PatternMatcher& pm_generate_realize_map() {
 }
 }  // namespace
 
-// ***** 2. movement ops as index math *****
-
-MovementArg MovementArg::of(const UOp& mop) {
-  MovementArg a;
-  if (mop.op() == PAD || mop.op() == SHRINK) a.pairs = mop.marg_pairs();
-  else a.ints = mop.marg();
-  return a;
-}
+// ***** 2. broadcast axes (movement ops as index math: apply_movement_op in uop/movement.cpp) *****
 
 std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_shape) {
   int64_t nleft = int64_t(out_shape.size()) - int64_t(src_shape.size());
@@ -98,106 +91,6 @@ std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_sha
   for (size_t i = 0; i < src_shape.size(); i++)
     if (src_shape[i] == 1 && out_shape[nleft + i] != 1) r.push_back(nleft + int64_t(i));
   return r;
-}
-
-const PatternMatcher& pm_simplify_valid() {
-  static const PatternMatcher pm{
-      UPat(AND, {}, {}, {}, "valid") >> [](M m) { return simplify_valid(m["valid"]); },
-      UPat::var("cond").where(UPat::var("x"), UPat(CONST, {}, {}, Arg(ConstVal::invalid()), "i")) >> [](M m) {
-        const UOp& x = m["x"];
-        if (x.dtype() != dtypes::weakint || x.op_in_backward_slice_with_self(INDEX)) return UOp();
-        return m["cond"].where(uop_given_valid(m["cond"], x, false), m["i"]);
-      },
-  };
-  return pm;
-}
-
-const PatternMatcher& pm_drop_and_clauses() {
-  static const PatternMatcher pm{
-      UPat::var("cond").where(UPat::var("x"), UPat(CONST, {}, {}, Arg(ConstVal::invalid()), "i")) >> [](M m) {
-        std::vector<UOp> xr = m["x"].ranges(), keep;
-        bool drop = false;
-        for (auto& c : m["cond"].split_uop(AND)) {
-          bool k = false;
-          for (auto& r : c.ranges()) k |= contains(xr, r);
-          if (k) keep.push_back(c); else drop = true;
-        }
-        if (!drop) return UOp();
-        return UOp::const_(true).uprod(keep).where(m["x"], m["i"]);
-      },
-  };
-  return pm;
-}
-
-namespace {
-UOp apply_reshape(const Shape& in_shape, const Shape& out_shape, const UOp& urngs) {
-  static const PatternMatcher pm = symbolic() + pm_simplify_valid() + pm_drop_and_clauses();
-  int64_t acc = 1;
-  std::vector<UOp> axes_in;
-  for (size_t k = std::min(out_shape.size(), urngs.src().size()); k-- > 0;) {
-    axes_in.push_back(acc * urngs.src(k));
-    acc *= out_shape[k];
-  }
-  UOp combined = UOp::const_(int64_t(0)).usum(axes_in);
-  std::vector<UOp> axes_out;
-  for (size_t k = in_shape.size(); k-- > 0;) {
-    axes_out.push_back(combined % in_shape[k]);
-    combined = combined / in_shape[k];
-  }
-  std::reverse(axes_out.begin(), axes_out.end());
-  return graph_rewrite(UOp::sink(axes_out), pm);
-}
-}  // namespace
-
-std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const MovementArg& arg, std::span<const UOp> rngs) {
-  std::vector<UOp> out;
-  switch (op) {
-    case SHRINK:
-      for (size_t i = 0; i < rngs.size(); i++) out.push_back(arg.pairs[i].first == 0 ? rngs[i] : rngs[i] + arg.pairs[i].first);
-      return out;
-    case PERMUTE: {
-      std::vector<int64_t> inv(arg.ints.size());
-      for (size_t i = 0; i < arg.ints.size(); i++) inv[arg.ints[i]] = int64_t(i);
-      for (auto p : inv) out.push_back(rngs[p]);
-      return out;
-    }
-    case FLIP:
-      for (size_t i = 0; i < rngs.size(); i++) out.push_back(arg.ints[i] ? (in_shape[i] - 1) - rngs[i] : rngs[i]);
-      return out;
-    case EXPAND: return {rngs.begin() + std::min(arg.ints.size(), rngs.size()), rngs.end()};
-    case PAD: {
-      static const PatternMatcher pm = symbolic() + pm_simplify_valid();
-      for (size_t i = 0; i < rngs.size(); i++) {
-        auto [off, sz] = arg.pairs[i];
-        const UOp& r = rngs[i];
-        if (sz == in_shape[i] && off == 0) out.push_back(r);
-        else out.push_back((r - off).valid(graph_rewrite((r >= off) & (r < (in_shape[i] + off)), pm)));
-      }
-      return out;
-    }
-    case RESHAPE: {
-      // constant indices (devectorized elements): the integer math the symbolic rewrite below would fold to
-      auto nonneg_int = [](const UOp& r) { return r.op() == CONST && r.dtype() == dtypes::weakint && r.val().is_int() && r.val().i >= 0; };
-      if (std::all_of(rngs.begin(), rngs.end(), nonneg_int) && std::all_of(in_shape.begin(), in_shape.end(), [](int64_t s) { return s > 0; })) {
-        int64_t flat = 0, acc = 1;
-        for (size_t k = std::min(arg.ints.size(), rngs.size()); k-- > 0;) flat += acc * rngs[k].val().i, acc *= arg.ints[k];
-        out.resize(in_shape.size());
-        for (size_t k = in_shape.size(); k-- > 0;) out[k] = UOp::const_(flat % in_shape[k]), flat /= in_shape[k];
-        return out;
-      }
-      UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
-      std::unordered_map<UOp, UOp> sub, back;
-      int64_t i = 0;
-      for (auto& r : sink.ranges()) {
-        UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
-        sub[r] = ph;
-        back[ph] = r;
-      }
-      UOp res = apply_reshape(in_shape, arg.ints, sink.substitute(sub)).substitute(back);
-      return {res.src().begin(), res.src().end()};
-    }
-    default: throw Error(std::string(op_name(op)) + " is not a movement op");
-  }
 }
 
 // ***** 3. the range assignment *****

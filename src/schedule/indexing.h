@@ -1,6 +1,6 @@
 #pragma once
 // Rangeify (tinygrad's schedule/indexing.py): decide what is realized, give every node the RANGEs it is computed
-// over, and turn movement ops into index math on those ranges.
+// over, and turn movement ops into index math on those ranges (apply_movement_op: uop/movement.h).
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -23,19 +23,8 @@ struct IndexingContext {
   UOp new_range(int64_t s, AxisType axistype = AxisType::WEAK);
 };
 
-// a movement op's argument: RESHAPE/EXPAND shape, PERMUTE order, FLIP 0/1 per axis (ints); PAD/SHRINK (begin, size)
-struct MovementArg {
-  std::vector<int64_t> ints;
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  static MovementArg of(const UOp& mop);
-};
-// the ranges of a movement op's source, given the ranges of its output
-std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const MovementArg& arg, std::span<const UOp> rngs);
 // axes of out_shape that src_shape is broadcast along (added on the left, or a 1 expanded)
 std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_shape);
-
-const PatternMatcher& pm_simplify_valid();
-const PatternMatcher& pm_drop_and_clauses();
 
 UOp run_rangeify(const UOp& tsink);
 

@@ -2,21 +2,19 @@
 // per kernel, 6. STAGE -> STORE into a BUFFER, 7. split each closed STORE into a CALL of its own kernel.
 #include <algorithm>
 
+#include "codegen/simplify.h"
 #include "schedule/indexing.h"
 #include "schedule/rangeify.h"
 #include "uop/args.h"
 #include "uop/movement.h"
+#include "uop/pattern_helpers.h"
 #include "util/env.h"
 
 namespace tg {
 
 namespace {
 using enum Ops;
-using U = UPat;
-U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
-UOp cint(int64_t v) { return UOp::const_(v); }
-std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
-std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }
+using namespace pat;
 std::optional<std::string> opts_device(const BufferizeOpts& o) {
   if (auto* s = std::get_if<std::string>(&o.device)) return *s;
   return std::nullopt;

@@ -1,16 +1,18 @@
-// get_kernel_graph (tinygrad's schedule/rangeify.py), in the order the passes run: 0. pm_mops, 1. earliest rewrites,
-// 2. copy to store, 3. rangeify (indexing.cpp), 4. cleanups (reduce simplify, const folding, remove bufferize),
-// 5.-7. limit buffers, STAGE -> STORE, split kernels (kernelize.cpp); the pass list is at the end.
+// get_kernel_graph (tinygrad's schedule/rangeify.py), in the order the passes run: 0. pm_mops (uop/movement.cpp),
+// 1. earliest rewrites, 2. copy to store, 3. rangeify (indexing.cpp), 4. cleanups (reduce simplify from
+// codegen/simplify.cpp, const folding, remove bufferize), 5.-7. limit buffers, STAGE -> STORE, split kernels
+// (kernelize.cpp); the pass list is at the end.
 #include "schedule/rangeify.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <unordered_set>
 
-#include "codegen/passes.h"
+#include "codegen/simplify.h"
 #include "schedule/indexing.h"
 #include "uop/args.h"
 #include "uop/movement.h"
+#include "uop/pattern_helpers.h"
 #include "uop/symbolic.h"
 #include "util/env.h"
 
@@ -18,70 +20,13 @@ namespace tg {
 
 namespace {
 using enum Ops;
-using U = UPat;
-U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
-// UPat(op, src=(inner,), name=...) as tinygrad's inner.f(op, ...)
-U F(const U& inner, OpSet op, std::string name = {}, bool any_len = false, std::optional<Arg> arg = {}) {
-  return U(op, {}, {inner}, std::move(arg), std::move(name), any_len);
-}
-const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
-
-UOp cint(int64_t v) { return UOp::const_(v); }
-std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
-std::vector<UOp> cat(std::vector<UOp> a, std::span<const UOp> b) { a.insert(a.end(), b.begin(), b.end()); return a; }
-bool no_range(const UOp& u) { return !u.op_in_backward_slice_with_self(RANGE); }
+using namespace pat;
 const std::optional<Shape>& shape_or_none(const UOp& u) {
   static const std::optional<Shape> none;
   const auto* s = u.shape_if_valid();
   return s ? *s : none;
 }
 }  // namespace
-
-// ***** 0. movement ops on INDEX *****
-
-namespace {
-UOp mop_index(const UOp& r, const UOp& idx) {
-  std::span<const UOp> idxs = idx.src().subspan(1);
-  const Shape &rs = r.shape(), &ss = r.src(0).shape();
-  if (idxs.size() == rs.size()) {
-    // the argument of a RESHAPE is its (cached) shape, of an EXPAND the shape's leading axes: no parsing per element
-    MovementArg arg = r.op() == RESHAPE ? MovementArg{rs, {}}
-                    : r.op() == EXPAND  ? MovementArg{Shape(rs.begin(), rs.end() - int64_t(ss.size())), {}}
-                                        : MovementArg::of(r);
-    std::vector<UOp> src{r.src(0)};
-    for (UOp& i : apply_movement_op(r.op(), ss, arg, idxs)) src.push_back(std::move(i));
-    return UOp::make(INDEX, src, idx.arg());
-  }
-  if (r.op() == RESHAPE) {
-    int64_t rest = int64_t(rs.size()) - int64_t(idxs.size());
-    int64_t src_prefix = int64_t(ss.size()) - rest;
-    if (src_prefix >= 0 && Shape(ss.begin() + src_prefix, ss.end()) == Shape(rs.begin() + idxs.size(), rs.end())) {
-      if (src_prefix == 0) return r.src(0).dtype() == idx.dtype() ? r.src(0) : UOp();
-      MovementArg a;
-      a.ints.assign(rs.begin(), rs.begin() + idxs.size());
-      UOp ret = UOp::make(INDEX, cat({r.src(0)}, apply_movement_op(RESHAPE, Shape(ss.begin(), ss.begin() + src_prefix), a, idxs)), idx.arg());
-      return ret.shape() == idx.shape() ? ret : UOp();
-    }
-  }
-  return UOp();
-}
-}  // namespace
-
-const PatternMatcher& pm_mops() {
-  static const PatternMatcher pm = PatternMatcher{
-      F(U::ops(GroupOp::Movement, "r"), INDEX, "idx", true) >> [](M m) { return mop_index(m["r"], m["idx"]); },
-      // movement ops and INDEX move after AFTER
-      F(U::ops(GroupOp::Movement | OpSet{INDEX}, "r"), AFTER, "a", true) >> [](M m) {
-        const UOp &r = m["r"], &a = m["a"];
-        UOp na = a.replace({.src = cat({r.src(0)}, tail(a.src(), 1))});
-        return UOp::make(r.op(), cat({na}, tail(r.src(), 1)), r.arg());
-      },
-      F(U::ops(GroupOp::Movement, "r"), END, "a", true) >> [](M m) {
-        return m["a"].replace({.src = cat({m["r"].src(0)}, tail(m["a"].src(), 1))});
-      },
-  }.pure();
-  return pm;
-}
 
 // ***** 1. earliest rewrites *****
 
@@ -193,7 +138,7 @@ UOp expand_bitcast(const UOp& bc) {
   return bitcast_to(st.permute(perm).flatten(-2).cast(new_uint), bc.dtype());
 }
 
-const OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
+constexpr OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
 }  // namespace
 
 const PatternMatcher& pm_inline_functions() {
@@ -288,111 +233,7 @@ const PatternMatcher& pm_copy_to_store() {
   return pm;
 }
 
-// ***** 4. cleanups: reduce simplification (tinygrad's codegen/simplify.py), const folding, remove bufferize *****
-
-namespace {
-const PatternMatcher& pm_reduce_collapse() {
-  static const PatternMatcher pm = pm_reduce_unparented() + PatternMatcher{
-      // lift x+y out of a reduce on lt
-      ((V("x") + V("y")).or_casted() < V("c")) >> [](M m) {
-        return no_range(m["y"]) && no_range(m["c"]) ? m["x"] < (m["c"] - m["y"]) : UOp();
-      },
-      // lift x*y out of a reduce
-      ((V("x") * V("y")) < V("c")) >> [](M m) {
-        const UOp &x = m["x"], &y = m["y"], &c = m["c"];
-        if (!no_range(y) || !no_range(c) || !y.dtype().is_int() || !(y.vmin().as_double() > 0)) return UOp();
-        return x < ((c + y - 1) / y);
-      },
-      // sum over r in [0,N) of [lower<=r<upper]*val -> clamp(min(upper,N) - max(lower,0), 0, N) * val
-      U(REDUCE, {}, {U::any({(U(RANGE, {}, {}, {}, "r") < V("upper")).where(V("val"), ufix_pat(0)),
-                             (U(RANGE, {}, {}, {}, "r") < V("lower")).where(ufix_pat(0), V("val")),
-                             ((V("r") < V("lower")).logical_not() & (U(RANGE, {}, {}, {}, "r") < V("upper"))).where(V("val"), ufix_pat(0))}),
-                      V("r")},
-        Arg{int64_t(ADD), 0}) >> [](M m) {
-        UOp r = m["r"], val = m["val"], lower = m.get("lower"), upper = m.get("upper");
-        if (!no_range(val)) return UOp();
-        UOp hi = upper ? upper.minimum(r.src(0)) : r.src(0);
-        UOp lo = lower ? lower.maximum(cint(0)) : UOp::const_(int64_t(0), r.dtype());
-        return (hi - lo).maximum(cint(0)).minimum(r.src(0)) * val;
-      },
-      U(REDUCE, {}, {V("cond").where(V("x"), invalid_pat)}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
-        if (!no_range(m["cond"])) return UOp();
-        return m["cond"].where(m["x"].reduce(tail(m["r"].src(), 1), ADD), m["i"]);
-      },
-      U(REDUCE, {}, {V("x") + V("y")}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
-        auto rs = tail(m["r"].src(), 1);
-        return m["x"].reduce(rs, ADD) + m["y"].reduce(rs, ADD);
-      },
-      // AND on WHERE
-      U(REDUCE, {}, {(U(PARAM, {}, {}, {}, "x") & V("y")).where(V("c"), ufix_pat(0))}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
-        return m["y"].where(m["c"], cint(0)).reduce(tail(m["r"].src(), 1), ADD) * m["x"];
-      },
-      // MUL by a casted bool
-      (V("x") * V("gate", dtypes::bool_).cast()) >> [](M m) { return m["gate"].where(m["x"], cint(0)); },
-  } + symbolic();
-  return pm;
-}
-
-UOp reduce_collapse(const UOp& red, UOp u) {
-  for (size_t ri = 1; ri < red.src().size(); ri++) {
-    const UOp& r = red.src(ri);
-    std::vector<UOp> included = u.toposort([&](const UOp& x) { return has(x.ranges(), r); });
-    std::unordered_set<UOp> inc(included.begin(), included.end());
-    for (auto& x : included) if (x.op() == STORE || x.op() == REDUCE) return UOp();
-    std::unordered_map<UOp, UOp> replaces;
-    std::vector<UOp> order;
-    for (auto& x : included)
-      for (auto& s : x.src()) {
-        if (inc.contains(s) || replaces.contains(s) || OpSet{CONST, PARAM, BUFFER}.has(s.op())) continue;
-        ParamArg pa{-1, s.dtype(), std::pair<ConstVal, ConstVal>{s.vmin(), s.vmax()}, 1, "in" + std::to_string(replaces.size()), AddrSpace::ALU};
-        replaces[s] = UOp::make(PARAM, s.dtype(), {UOp::stack({})}, Arg(pa));
-      }
-    UOp collapse_fxn = u.substitute(replaces).reduce({r}, ADD);
-    UOp sink = graph_rewrite(collapse_fxn, pm_reduce_collapse());
-    if (!no_range(sink)) return UOp();
-    std::unordered_map<UOp, UOp> back;
-    for (auto& [k, v] : replaces) back[v] = k;
-    u = sink.substitute(back);
-  }
-  return u;
-}
-}  // namespace
-
-const PatternMatcher& pm_reduce_simplify() {
-  static const PatternMatcher pm = pm_reduce_unparented() + PatternMatcher{
-      U(REDUCE, {}, {V("u")}, Arg{int64_t(ADD), 0}, "red", true) >> [](M m) { return reduce_collapse(m["red"], m["u"]); },
-  };
-  return pm;
-}
-
-namespace {
-// distinct RANGEs with constant ends: their ranges are themselves, in order, so flattening would give them back
-bool already_flat(const std::vector<UOp>& rngs) {
-  for (size_t i = 0; i < rngs.size(); i++) {
-    const UOp& x = rngs[i];
-    if (x.op() != RANGE || x.src().size() != 1 || x.src(0).op() != CONST || x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_)
-      return false;
-    for (size_t j = 0; j < i; j++) if (rngs[j] == x) return false;
-  }
-  return true;
-}
-}  // namespace
-
-const PatternMatcher& pm_flatten_range() {
-  static const PatternMatcher pm = PatternMatcher{
-      U(OpSet{REDUCE, END}, {}, {}, {}, "r") >> [](M m) {
-        const UOp& r = m["r"];
-        std::vector<UOp> rngs = tail(r.src(), 1), backedge, real;
-        if (rngs.empty() || already_flat(rngs)) return UOp();
-        for (auto& x : rngs) (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : real).push_back(x);
-        std::vector<UOp> src{r.src(0)};
-        for (auto& x : UOp::sink(real).ranges()) src.push_back(x);
-        src.insert(src.end(), backedge.begin(), backedge.end());
-        return r.replace({.src = src});
-      },
-  }.pure();
-  return pm;
-}
+// ***** 4. cleanups: const folding, remove bufferize (reduce simplification: codegen/simplify.cpp) *****
 
 namespace {
 // a STAGE whose axis is never read (its range is dead, or a CONST) stores one element and is expanded back

@@ -11,17 +11,13 @@
 
 namespace tg {
 
-// movement ops on INDEX become index math; movement ops and INDEX move past AFTER/END (codegen uses this too)
-const PatternMatcher& pm_mops();
-
-// the passes of get_kernel_graph, in order (each is a matcher; get_kernel_graph says how each one is run)
+// the passes of get_kernel_graph, in order (each is a matcher; get_kernel_graph says how each one is run); pm_mops is
+// in uop/movement.h, pm_reduce_simplify and pm_flatten_range in codegen/simplify.h
 // FUNCTION calls replaced by their bodies on the arguments (GETTUPLE of the body's TUPLE resolved)
 const PatternMatcher& pm_inline_functions();
 UOp inline_functions(const UOp& x);
 const PatternMatcher& earliest_rewrites();   // mop_cleanup, size 0, split reduce, store/copy cleanups (bottom up)
 const PatternMatcher& pm_copy_to_store();     // COPY -> STORE into a new BUFFER (ctx: int64_t slot counter)
-const PatternMatcher& pm_reduce_simplify();   // REDUCE without loads folds away (arange, one-hot indexing)
-const PatternMatcher& pm_flatten_range();     // REDUCE/END close only real RANGEs
 const PatternMatcher& pm_const_buffer_folding();
 const PatternMatcher& pm_remove_bufferize();  // inline a STAGE where recomputing is cheap
 struct LimitBufsContext {

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "schedule/memory.h"
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"

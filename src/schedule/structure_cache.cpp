@@ -12,7 +12,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "schedule/schedule.h"
 #include "uop/args.h"
 #include "uop/nodemap.h"

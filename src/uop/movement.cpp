@@ -1,9 +1,13 @@
-// Movement ops on UOp as tinygrad builds them in the tensor graph (UOp._mop and the MovementMixin front ends), and the
-// mop_cleanup rules that fold adjacent movement ops and constant INDEX/STACK pairs.
+// Movement ops on UOp as tinygrad builds them in the tensor graph (1.-4. UOp._mop and the MovementMixin front ends),
+// and tinygrad's uop/movement.py: 5. mop_cleanup, 6. pm_mops (in tinygrad's schedule/rangeify.py, marked to move here).
 #include "uop/movement.h"
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
+
+#include "uop/pattern_helpers.h"
+#include "uop/symbolic.h"
 
 namespace tg {
 
@@ -26,6 +30,25 @@ int64_t prod(const std::vector<int64_t>& s) {
   return r;
 }
 
+Shape broadcast_shape(const std::vector<Shape>& shapes) {
+  size_t nd = 0;
+  for (auto& s : shapes) nd = std::max(nd, s.size());
+  Shape out(nd, 1);
+  for (auto& s : shapes)
+    for (size_t i = 0; i < s.size(); i++) {
+      int64_t& o = out[nd - s.size() + i];
+      o = (o == 0 || s[i] == 0) ? 0 : std::max(o, s[i]);
+    }
+  return out;
+}
+
+UOp shape_to_shape_arg(const std::vector<int64_t>& arg) {
+  std::vector<UOp> src;
+  src.reserve(arg.size());
+  for (auto x : arg) src.push_back(UOp::const_(ConstVal(x)));
+  return src.size() == 1 ? src[0] : UOp::stack(src);
+}
+
 namespace {
 using Pairs = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -35,14 +58,6 @@ std::string pairs_str(const Pairs& p) {
   return r + (p.size() == 1 ? ",)" : ")");
 }
 
-
-// a shape tuple as a source: one weakint CONST for one dim, else a STACK of them (tinygrad's shape_to_shape_arg)
-UOp shape_to_shape_arg(const std::vector<int64_t>& arg) {
-  std::vector<UOp> src;
-  src.reserve(arg.size());
-  for (auto x : arg) src.push_back(UOp::const_(ConstVal(x)));
-  return src.size() == 1 ? src[0] : UOp::stack(src);
-}
 
 bool is_const_shape(const UOp& u) {
   if (u.op() == Ops::CONST) return true;
@@ -68,7 +83,7 @@ int64_t resolve_dim(const char* op, int64_t d, const Shape& shape, bool extra = 
 }
 }  // namespace
 
-// ***** _mop: the raw node *****
+// ***** 1. _mop: the raw node *****
 
 UOp UOp::mop(Ops op, const std::vector<int64_t>& arg) const {
   switch (op) {
@@ -107,7 +122,7 @@ UOp UOp::mop_pairs(Ops op, const std::vector<std::pair<int64_t, int64_t>>& arg) 
   return ret;
 }
 
-// ***** marg / base *****
+// ***** 2. marg / base *****
 
 Shape UOp::marg() const {
   switch (op()) {
@@ -132,7 +147,7 @@ UOp UOp::base() const {
   return u;
 }
 
-// ***** the front ends (tinygrad's MovementMixin) *****
+// ***** 3. the front ends (tinygrad's MovementMixin) *****
 
 UOp UOp::reshape(const Shape& new_shape_in) const {
   const Shape& s = shape();
@@ -233,7 +248,7 @@ UOp UOp::flip(const std::vector<int64_t>& axes) const {
   return std::any_of(flip_arg.begin(), flip_arg.end(), [](int64_t x) { return x != 0; }) ? mop(Ops::FLIP, flip_arg) : *this;
 }
 
-// ***** derived ones *****
+// ***** 4. derived ones *****
 
 UOp UOp::shrink_to(const Shape& ns) const {
   Pairs arg;
@@ -303,7 +318,7 @@ UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
   return permute(order);
 }
 
-// ***** mop_cleanup *****
+// ***** 5. mop_cleanup *****
 
 namespace {
 // a node's shape, or none where it has none (or computing it fails: the rule then does not apply)
@@ -383,6 +398,135 @@ const PatternMatcher& mop_cleanup() {
         },
     }.pure();
   }();
+  return pm;
+}
+
+// ***** 6. pm_mops: movement ops on INDEX become index math (apply_movement_op: tinygrad's schedule/indexing.py) *****
+
+namespace {
+using enum Ops;
+using namespace pat;
+}  // namespace
+
+MovementArg MovementArg::of(const UOp& mop) {
+  MovementArg a;
+  if (mop.op() == PAD || mop.op() == SHRINK) a.pairs = mop.marg_pairs();
+  else a.ints = mop.marg();
+  return a;
+}
+
+namespace {
+UOp apply_reshape(const Shape& in_shape, const Shape& out_shape, const UOp& urngs) {
+  static const PatternMatcher pm = symbolic() + pm_simplify_valid() + pm_drop_and_clauses();
+  int64_t acc = 1;
+  std::vector<UOp> axes_in;
+  for (size_t k = std::min(out_shape.size(), urngs.src().size()); k-- > 0;) {
+    axes_in.push_back(acc * urngs.src(k));
+    acc *= out_shape[k];
+  }
+  UOp combined = UOp::const_(int64_t(0)).usum(axes_in);
+  std::vector<UOp> axes_out;
+  for (size_t k = in_shape.size(); k-- > 0;) {
+    axes_out.push_back(combined % in_shape[k]);
+    combined = combined / in_shape[k];
+  }
+  std::reverse(axes_out.begin(), axes_out.end());
+  return graph_rewrite(UOp::sink(axes_out), pm);
+}
+}  // namespace
+
+std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const MovementArg& arg, std::span<const UOp> rngs) {
+  std::vector<UOp> out;
+  switch (op) {
+    case SHRINK:
+      for (size_t i = 0; i < rngs.size(); i++) out.push_back(arg.pairs[i].first == 0 ? rngs[i] : rngs[i] + arg.pairs[i].first);
+      return out;
+    case PERMUTE: {
+      std::vector<int64_t> inv(arg.ints.size());
+      for (size_t i = 0; i < arg.ints.size(); i++) inv[arg.ints[i]] = int64_t(i);
+      for (auto p : inv) out.push_back(rngs[p]);
+      return out;
+    }
+    case FLIP:
+      for (size_t i = 0; i < rngs.size(); i++) out.push_back(arg.ints[i] ? (in_shape[i] - 1) - rngs[i] : rngs[i]);
+      return out;
+    case EXPAND: return {rngs.begin() + std::min(arg.ints.size(), rngs.size()), rngs.end()};
+    case PAD: {
+      static const PatternMatcher pm = symbolic() + pm_simplify_valid();
+      for (size_t i = 0; i < rngs.size(); i++) {
+        auto [off, sz] = arg.pairs[i];
+        const UOp& r = rngs[i];
+        if (sz == in_shape[i] && off == 0) out.push_back(r);
+        else out.push_back((r - off).valid(graph_rewrite((r >= off) & (r < (in_shape[i] + off)), pm)));
+      }
+      return out;
+    }
+    case RESHAPE: {
+      // constant indices (devectorized elements): the integer math the symbolic rewrite below would fold to
+      auto nonneg_int = [](const UOp& r) { return r.op() == CONST && r.dtype() == dtypes::weakint && r.val().is_int() && r.val().i >= 0; };
+      if (std::all_of(rngs.begin(), rngs.end(), nonneg_int) && std::all_of(in_shape.begin(), in_shape.end(), [](int64_t s) { return s > 0; })) {
+        int64_t flat = 0, acc = 1;
+        for (size_t k = std::min(arg.ints.size(), rngs.size()); k-- > 0;) flat += acc * rngs[k].val().i, acc *= arg.ints[k];
+        out.resize(in_shape.size());
+        for (size_t k = in_shape.size(); k-- > 0;) out[k] = UOp::const_(flat % in_shape[k]), flat /= in_shape[k];
+        return out;
+      }
+      UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
+      std::unordered_map<UOp, UOp> sub, back;
+      int64_t i = 0;
+      for (auto& r : sink.ranges()) {
+        UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
+        sub[r] = ph;
+        back[ph] = r;
+      }
+      UOp res = apply_reshape(in_shape, arg.ints, sink.substitute(sub)).substitute(back);
+      return {res.src().begin(), res.src().end()};
+    }
+    default: throw Error(std::string(op_name(op)) + " is not a movement op");
+  }
+}
+
+namespace {
+UOp mop_index(const UOp& r, const UOp& idx) {
+  std::span<const UOp> idxs = idx.src().subspan(1);
+  const Shape &rs = r.shape(), &ss = r.src(0).shape();
+  if (idxs.size() == rs.size()) {
+    // the argument of a RESHAPE is its (cached) shape, of an EXPAND the shape's leading axes: no parsing per element
+    MovementArg arg = r.op() == RESHAPE ? MovementArg{rs, {}}
+                    : r.op() == EXPAND  ? MovementArg{Shape(rs.begin(), rs.end() - int64_t(ss.size())), {}}
+                                        : MovementArg::of(r);
+    std::vector<UOp> src{r.src(0)};
+    for (UOp& i : apply_movement_op(r.op(), ss, arg, idxs)) src.push_back(std::move(i));
+    return UOp::make(INDEX, src, idx.arg());
+  }
+  if (r.op() == RESHAPE) {
+    int64_t rest = int64_t(rs.size()) - int64_t(idxs.size());
+    int64_t src_prefix = int64_t(ss.size()) - rest;
+    if (src_prefix >= 0 && Shape(ss.begin() + src_prefix, ss.end()) == Shape(rs.begin() + idxs.size(), rs.end())) {
+      if (src_prefix == 0) return r.src(0).dtype() == idx.dtype() ? r.src(0) : UOp();
+      MovementArg a;
+      a.ints.assign(rs.begin(), rs.begin() + idxs.size());
+      UOp ret = UOp::make(INDEX, cat({r.src(0)}, apply_movement_op(RESHAPE, Shape(ss.begin(), ss.begin() + src_prefix), a, idxs)), idx.arg());
+      return ret.shape() == idx.shape() ? ret : UOp();
+    }
+  }
+  return UOp();
+}
+}  // namespace
+
+const PatternMatcher& pm_mops() {
+  static const PatternMatcher pm = PatternMatcher{
+      F(U::ops(GroupOp::Movement, "r"), INDEX, "idx", true) >> [](M m) { return mop_index(m["r"], m["idx"]); },
+      // movement ops and INDEX move after AFTER
+      F(U::ops(GroupOp::Movement | OpSet{INDEX}, "r"), AFTER, "a", true) >> [](M m) {
+        const UOp &r = m["r"], &a = m["a"];
+        UOp na = a.replace({.src = cat({r.src(0)}, tail(a.src(), 1))});
+        return UOp::make(r.op(), cat({na}, tail(r.src(), 1)), r.arg());
+      },
+      F(U::ops(GroupOp::Movement, "r"), END, "a", true) >> [](M m) {
+        return m["a"].replace({.src = cat({m["r"].src(0)}, tail(m["a"].src(), 1))});
+      },
+  }.pure();
   return pm;
 }
 

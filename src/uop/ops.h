@@ -75,6 +75,16 @@ inline constexpr OpSet Comparison{CMPLT, CMPNE, CMPEQ};
 inline constexpr OpSet All = [] { OpSet s; for (int i = 1; i < NUM_OPS; i++) s.add(Ops(i)); return s; }();
 }  // namespace GroupOp
 
+// where a node's closed ranges start among its sources (tinygrad's range_start); -1: it closes none
+constexpr int range_start(Ops op) {
+  switch (op) {
+    case Ops::STAGE: case Ops::REDUCE: case Ops::END: case Ops::CALL: case Ops::FUNCTION: return 1;
+    case Ops::WMMA: return 3;
+    case Ops::LINEAR: return 0;
+    default: return -1;
+  }
+}
+
 // axis kinds of a RANGE, in tinygrad's order
 enum class AxisType : uint8_t { DEVICE = 1, GLOBAL, WARP, LOCAL, WEAK, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, THREAD, PLACEHOLDER, LOOP };
 std::string_view axis_type_name(AxisType t);

@@ -314,17 +314,12 @@ Shape as_shape(const UOp& u) {
 }
 
 namespace {
+// broadcast_shape, where every dim is 1 or the result's
 Shape broadcast_shapes(Ops op, const std::vector<Shape>& shapes) {
-  size_t nd = 0;
-  for (auto& s : shapes) nd = std::max(nd, s.size());
-  Shape out(nd, 1);
+  Shape out = broadcast_shape(shapes);
   for (auto& s : shapes)
-    for (size_t i = 0; i < s.size(); i++) {
-      int64_t& o = out[nd - s.size() + i];
-      if (s[i] == 1) continue;
-      if (o != 1 && o != s[i]) throw Error(std::string(op_name(op)) + ": shapes cannot be broadcast together");
-      o = s[i];
-    }
+    for (size_t i = 0; i < s.size(); i++)
+      if (s[i] != 1 && s[i] != out[out.size() - s.size() + i]) throw Error(std::string(op_name(op)) + ": shapes cannot be broadcast together");
   return out;
 }
 

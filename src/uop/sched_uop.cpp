@@ -2,7 +2,6 @@
 // with an extra matcher, and the small builders rangeify uses.
 #include <algorithm>
 
-#include "schedule/rangeify.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
 #include "uop/symbolic.h"
@@ -10,16 +9,6 @@
 namespace tg {
 
 namespace {
-// where a node's closed ranges start among its sources (tinygrad's range_start)
-int range_start(Ops op) {
-  switch (op) {
-    case Ops::STAGE: case Ops::REDUCE: case Ops::END: case Ops::CALL: case Ops::FUNCTION: return 1;
-    case Ops::WMMA: return 3;
-    case Ops::LINEAR: return 0;
-    default: return -1;
-  }
-}
-
 // the ranges of the sources minus the ended ones, without the node itself (tinygrad's _ranges)
 const std::vector<UOp>& own_ranges(const UOp& u);
 

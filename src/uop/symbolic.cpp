@@ -1,7 +1,9 @@
-// The symbolic rules (tinygrad's uop/symbolic.py), in phases: 1. generic folding, 2. symbolic, 3. valid-aware sym.
+// The symbolic rules (tinygrad's uop/symbolic.py), in phases: 1. generic folding, 2. symbolic, 3. valid-aware sym,
+// 4. tuplize order, 5. the rules of sym and symbolic_simple that only codegen runs.
 #include "uop/symbolic.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
+#include "uop/pattern_helpers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +13,9 @@
 namespace tg {
 
 namespace {
-using U = UPat;
-U V(std::string n = {}, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
-U C(std::string n = {}, DTypeSet d = {}) { return UPat::cvar(std::move(n), d); }
+using namespace pat;
 U K(ConstVal v, DTypeSet d = {}) { return UPat::cnst(v, d); }
-const DTypeSet BOOL{dtypes::bool_}, WINT{dtypes::weakint};
+constexpr DTypeSet BOOL{dtypes::bool_}, WINT{dtypes::weakint};
 DTypeSet ints_w() { return dtypes::ints() | WINT; }
 DTypeSet ints_bool_w() { return dtypes::ints() | BOOL | WINT; }
 int64_t ival(const UOp& c) { return c.val().as_int(); }
@@ -169,8 +169,7 @@ const PatternMatcher& pm_fold_bitcast() {
 const PatternMatcher& symbolic_simple() {
   static const PatternMatcher pm = [] {
     using enum Ops;
-    U invalid_pat = UPat(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
-    U invalid_gate = V("cond").where(V("x"), invalid_pat);
+    const U &invalid_pat = pat::invalid_pat(), &invalid_gate = pat::invalid_gate();
     U cfp = UPat::ops({CONST, STACK});
     OpSet unary_cast = GroupOp::Unary | OpSet{CAST, BITCAST};
     PatternMatcher data_invalid{
@@ -511,19 +510,55 @@ UOp simplify_valid(const UOp& valid) {
   return ret[0].uprod(std::span<const UOp>(ret).subspan(1));
 }
 
-const PatternMatcher& sym() {
-  static const PatternMatcher pm = [] {
-    using enum Ops;
-    U invalid_pat = UPat(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
-    U invalid_gate = V("cond").where(V("x"), invalid_pat);
-    PatternMatcher valid{
-      UPat(AND, {}, {}, {}, "valid") >> [](M m) { return simplify_valid(m["valid"]); },
-      invalid_gate >> [](M m) {
+const PatternMatcher& pm_simplify_valid() {
+  static const PatternMatcher pm{
+      UPat(Ops::AND, {}, {}, {}, "valid") >> [](M m) { return simplify_valid(m["valid"]); },
+      invalid_gate() >> [](M m) {
         const UOp& x = m["x"];
         if (x.dtype() != dtypes::weakint || x.op_in_backward_slice_with_self(Ops::INDEX)) return UOp();
         return m["cond"].where(uop_given_valid(m["cond"], x, false), m["i"]);
       },
-    };
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_drop_and_clauses() {
+  static const PatternMatcher pm{
+      invalid_gate() >> [](M m) {
+        std::vector<UOp> xr = m["x"].ranges(), keep;
+        bool drop = false;
+        for (auto& c : m["cond"].split_uop(Ops::AND)) {
+          bool k = false;
+          for (auto& r : c.ranges()) k |= has(xr, r);
+          if (k) keep.push_back(c); else drop = true;
+        }
+        if (!drop) return UOp();
+        return UOp::const_(true).uprod(keep).where(m["x"], m["i"]);
+      },
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_clean_up_group_sink() {
+  static const PatternMatcher pm{
+      UPat(Ops::GROUP, {}, {V("x")}) >> [](M m) { return m["x"]; },
+      UPat(OpSet{Ops::SINK, Ops::GROUP}, {}, {}, {}, "root") >> [](M m) {
+        const UOp& r = m["root"];
+        OpSet flat{Ops::NOOP, Ops::STACK, Ops::SINK, Ops::GROUP};
+        bool any = false;
+        for (auto& x : r.src()) any |= flat.has(x.op());
+        if (!any) return UOp();
+        std::vector<UOp> s;
+        for (auto& x : r.src()) if (flat.has(x.op())) s.insert(s.end(), x.src().begin(), x.src().end()); else s.push_back(x);
+        return UOp::make(r.op(), dtypes::void_, s, r.arg());
+      },
+  };
+  return pm;
+}
+
+const PatternMatcher& sym() {
+  static const PatternMatcher pm = [] {
+    using enum Ops;
     PatternMatcher rules{
       // push a cast into the branches of a where
       V("s").where(V("a"), V("b")).cast({}, "cast") >> [](M m) {
@@ -535,20 +570,7 @@ const PatternMatcher& sym() {
       (-1 * (V("x") + V("y"))) >> [](M m) { return (-m["x"]) + (-m["y"]); },
       ((V("x", WINT) + V("y")) * C("c")) >> [](M m) { return m["x"] * m["c"] + m["y"] * m["c"]; },
     };
-    PatternMatcher cleanup{
-      UPat(GROUP, {}, {V("x")}) >> [](M m) { return m["x"]; },
-      UPat(OpSet{SINK, GROUP}, {}, {}, {}, "root") >> [](M m) {
-        const UOp& r = m["root"];
-        OpSet flat{NOOP, STACK, SINK, GROUP};
-        bool any = false;
-        for (auto& x : r.src()) any |= flat.has(x.op());
-        if (!any) return UOp();
-        std::vector<UOp> s;
-        for (auto& x : r.src()) if (flat.has(x.op())) s.insert(s.end(), x.src().begin(), x.src().end()); else s.push_back(x);
-        return UOp::make(r.op(), dtypes::void_, s, r.arg());
-      },
-    };
-    return (symbolic() + valid + rules + cleanup).pure();
+    return (symbolic() + pm_simplify_valid() + rules + pm_clean_up_group_sink()).pure();
   }();
   return pm;
 }
@@ -573,5 +595,117 @@ int tuplize_cmp(const UOp& a, const UOp& b, TuplizeMemo* top, TuplizeMemo* memo)
 }  // namespace
 
 int tuplize_compare(const UOp& a, const UOp& b, TuplizeMemo* memo) { return tuplize_cmp(a, b, memo, nullptr); }
+
+// ***** 5. rules only codegen runs (tinygrad's sym has them, but for pow -> xpow: codegen/decomp/transcendental) *****
+
+namespace {
+using enum Ops;
+
+UOp reduce_mul_chain(const UOp& r) {
+  Ops rop = reduce_op(r);
+  if ((rop != ADD && rop != MAX) || r.dtype() != r.src(0).dtype()) return UOp();
+  std::vector<UOp> inside, outside, rngs = tail(r.src(), 1);
+  for (auto& m : r.src(0).split_uop(MUL)) {
+    bool indep = !has(rngs, m);
+    for (auto& rr : rngs) indep &= !(m != rr && m.in_backward_slice_with_self(rr));
+    if (indep && (rop != MAX || !(m.vmin() < ConstVal(int64_t(0))))) outside.push_back(m);
+    else inside.push_back(m);
+  }
+  if (outside.empty()) return UOp();
+  UOp in = inside.empty() ? r.src(0).const_like(1) : inside[0].uprod(std::span<const UOp>(inside).subspan(1));
+  return r.replace({.src = cat({in}, rngs)}) * outside[0].uprod(std::span<const UOp>(outside).subspan(1));
+}
+}  // namespace
+
+const PatternMatcher& sym_extra() {
+  static const PatternMatcher pm = PatternMatcher{
+      U(GroupOp::ALU, {}, {U(STACK).src_repeat(V("x")), U(STACK).src_repeat(V("y"))}, {}, "alu") >> [](M m) {
+        return UOp::stack({UOp::make(m["alu"].op(), {m["x"], m["y"]})});
+      },
+      U(INDEX, {}, {}, {}, "index").store(U(INDEX, {}, {}, {}, "index").load()) >> [](M) { return UOp::make(NOOP, dtypes::void_, {}); },
+      U(INDEX, {}, {}, {}, "index").store(V("gate").where(V("alt"), U(INDEX, {}, {}, {}, "index").load())) >> [](M m) {
+        const UOp& index = m["index"];
+        return index.src(0).index({index.src(1).valid(m["gate"])}).store(m["alt"]);
+      },
+      U(STORE, {}, {U(), invalid_pat()}) >> [](M) { return UOp::make(NOOP, dtypes::void_, {}); },
+      U(STORE, {}, {U(INDEX, {}, {}, {}, "index"), V("cond").where(V("val"), invalid_pat())}) >> [](M m) {
+        const UOp& index = m["index"];
+        return index.src(0).index({index.src(1).valid(m["cond"])}).store(m["val"]);
+      },
+      (V("x") * V("x") * V("x")).reciprocal() >> [](M m) { UOp r = m["x"].reciprocal(); return r * r * r; },
+      (V("x") * (1 + V("x")).reciprocal().named("d")) >> [](M m) { return 1 - m["d"]; },
+      (V("x") * ((1 + V("x")).reciprocal().named("d") * V("y"))) >> [](M m) { return m["y"] * (1 - m["d"]); },
+      (V("x") * ((1 + V("x")).reciprocal().named("d") + V("y"))) >> [](M m) { return (1 - m["d"]) + m["x"] * m["y"]; },
+      (V("x") * C("c")).reduce(ADD, "r", true) >> [](M m) {
+        const UOp& r = m["r"];
+        return r.replace({.src = cat({m["x"]}, tail(r.src(), 1))}) * UOp::const_(m["c"].val());
+      },
+      U(MUL).reduce({}, "r", true) >> [](M m) { return reduce_mul_chain(m["r"]); },
+  }.pure();
+  return pm;
+}
+
+namespace {
+UOp where_on_load(const UOp& cond, const UOp& buf, const UOp& idx, const UOp& or_cast) {
+  std::vector<UOp> where_clauses = cond.split_uop(AND), in_load = idx.get_valid().split_uop(AND), moved, keep;
+  std::vector<UOp> idx_index, idx_ranges = idx.ranges();
+  for (auto& u : idx.toposort()) if (u.op() == INDEX) idx_index.push_back(u);
+  auto can_move = [&](const UOp& c) {
+    for (auto& r : c.ranges()) if (!has(idx_ranges, r)) return false;
+    for (auto& u : c.toposort()) if (u.op() == INDEX && !has(idx_index, u)) return false;
+    return true;
+  };
+  size_t n_in_load = 0;
+  for (auto& c : where_clauses) {
+    if (has(in_load, c)) { n_in_load++; continue; }
+    (can_move(c) ? moved : keep).push_back(c);
+  }
+  if (keep.size() == where_clauses.size()) return UOp();
+  UOp lv = idx.get_valid();
+  UOp nidx = buf.index({idx.get_idx().valid(lv.uprod(moved))});
+  UOp ret_idx = or_cast.op() == CAST ? nidx.cast(or_cast.dtype()) : nidx;
+  return UOp::const_(true).uprod(keep).where(ret_idx, ret_idx.const_like(0));
+}
+}  // namespace
+
+const PatternMatcher& pm_fold_invalid_access() {
+  static const PatternMatcher pm = PatternMatcher{
+      U(STORE, {}, {U(INDEX, {}, {U(), invalid_pat()}, {}, {}, true).or_casted(), U()}) >> [](M) { return UOp::make(NOOP, dtypes::void_, {}); },
+      U(LOAD, {}, {U(INDEX, {}, {U(), invalid_pat()}, {}, {}, true).or_casted()}, {}, "x", true) >> [](M m) {
+        const UOp& x = m["x"];
+        return x.src().size() > 1 ? x.src(1) : x.const_like(0);
+      },
+  }.pure();
+  return pm;
+}
+
+const PatternMatcher& pm_move_where_on_load() {
+  static const PatternMatcher pm = PatternMatcher{
+      V("cond").where(V("buf").index({V("idx")}).or_casted("or_cast"), ufix_pat(0)) >> [](M m) {
+        return where_on_load(m["cond"], m["buf"], m["idx"], m["or_cast"]);
+      },
+      V("cond").where(ufix_pat(0), V("buf").index({V("idx")}).or_casted("or_cast")) >> [](M m) {
+        return where_on_load(m["cond"].logical_not(), m["buf"], m["idx"], m["or_cast"]);
+      },
+  }.pure();
+  return pm;
+}
+
+const PatternMatcher& pm_remove_invalid() {
+  static const PatternMatcher pm = PatternMatcher{
+      invalid_gate().named("w") >> [](M m) {
+        const UOp& w = m["w"];
+        return w.replace({.src = std::vector{m["cond"], m["x"], w.const_like(0)}});
+      },
+      U(STACK, {}, {}, {}, "s") >> [](M m) {
+        const UOp& s = m["s"];
+        bool any = false;
+        std::vector<UOp> src;
+        for (auto& x : s.src()) { any |= x.is_invalid(); src.push_back(x.is_invalid() ? UOp::const_(0, s.dtype()) : x); }
+        return any ? s.replace({.src = src}) : UOp();
+      },
+  }.pure();
+  return pm;
+}
 
 }  // namespace tg

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "codegen/linearizer.h"
+#include "codegen/late/linearizer.h"
 #include "renderer/cstyle.h"
 #include "../kernel_programs.h"
 #include "tg/context.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "tg/context.h"
 #include "tg/jit.h"
 

@@ -4,6 +4,7 @@
 
 #include "schedule/indexing.h"
 #include "uop/args.h"
+#include "uop/movement.h"
 
 using namespace tg;
 

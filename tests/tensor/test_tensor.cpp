@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
 #include "tensor_test_util.h"

@@ -1,16 +1,15 @@
-// tinygrad's codegen/decomp/op.py (integer division/modulo, threefry2x32, MAX, shifts, NEG/SUB, comparisons, MULACC,
-// FDIV) and the ClangRenderer's extra matcher (float casts through float32, bfloat16 in software).
+// tinygrad's codegen/decomp/op.py (integer division/modulo, threefry2x32, MAX, shifts, NEG/SUB, comparisons, MULACC, FDIV).
+#include "codegen/decomp/op.h"
+
 #include <algorithm>
 
-#include "codegen/passes.h"
+#include "uop/pattern_helpers.h"
 
 namespace tg {
 
 namespace {
 using enum Ops;
-using U = UPat;
-U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
-U C(std::string n, DTypeSet d = {}) { return UPat::cvar(std::move(n), d); }
+using namespace pat;
 DTypeSet uints() { return DTypeSet{dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64}; }
 DTypeSet sints() { return DTypeSet{dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64}; }
 int log2_exact(const ConstVal& c) {  // v where c == 2**v (v >= 1), else 0 (as tinygrad's powers_of_two.get(c, 0))
@@ -166,53 +165,6 @@ PatternMatcher get_late_rewrite_patterns(OpSet ops, bool disable_fast_idiv) {
     });
   }
   return PatternMatcher(pat);
-}
-
-namespace {
-UOp cast_float_to_bf16(const UOp& x) {
-  UOp u = x.bitcast(dtypes::uint32);
-  u = ((-u & 0x7f800000u).ne(lit(0))).where(u + ((u >> 16) & 1) + 0x7fff, ((u & 0xffff).ne(lit(0))).where(u | 0x10000, u));
-  return (u >> 16).cast(dtypes::uint16).bitcast(dtypes::bfloat16);
-}
-}  // namespace
-
-const PatternMatcher& clang_extra_matcher() {
-  static const PatternMatcher pm = [] {
-    DTypeSet bf(dtypes::bfloat16);
-    PatternMatcher casts{
-        V("x", dtypes::float64).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
-        V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
-        V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
-    };
-    PatternMatcher non_native{
-        U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
-          return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
-        },
-        U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
-          const UOp& x = m["x"];
-          std::vector<UOp> s;
-          for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
-          return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
-        },
-        U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
-          return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
-        },
-        U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
-        },
-        U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
-        },
-    };
-    PatternMatcher manual_bf16{
-        U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
-          return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
-        },
-        U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
-    };
-    return (casts + non_native + manual_bf16).pure();
-  }();
-  return pm;
 }
 
 }  // namespace tg

@@ -272,4 +272,11 @@ PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_trans
   return PatternMatcher(std::move(rules));
 }
 
+const PatternMatcher& pm_xpow() {
+  static const PatternMatcher pm = PatternMatcher{
+      UPat(Ops::POW, {}, {}, {}, "p") >> [](M m) { return xpow(m["p"].src(0), m["p"].src(1)); },
+  }.pure();
+  return pm;
+}
+
 }  // namespace tg

@@ -31,6 +31,8 @@ UOp xpow(const UOp& base, const UOp& exponent);  // built from LOG2/EXP2 nodes (
 // (other float dtypes go through float32), and SQRT becomes xpow(d, 0.5) when SQRT is not supported
 // commit_literals: the expansions' literals are built at the dtype the final pass would commit them to
 PatternMatcher get_transcendental_patterns(OpSet supported_ops, bool force_transcendental, bool commit_literals = false);
+// sym's POW rule (tinygrad's uop/symbolic.py): POW becomes xpow; here, since uop is below codegen
+const PatternMatcher& pm_xpow();
 
 // the decomposed graphs fold their constant BITCASTs with symbolic_simple() (pm_fold_bitcast)
 

@@ -7,16 +7,25 @@
 #include <thread>
 
 #include "codegen/opt/search.h"
-#include "codegen/passes.h"
-#include "schedule/rangeify.h"
+#include "codegen/simplify.h"
 #include "uop/movement.h"
+#include "uop/pattern_helpers.h"
 #include "util/env.h"
 
 namespace tg {
 
 namespace {
 using enum Ops;
-AxisType atype(const UOp& r) { return AxisType(r.arg().ints().back()); }
+using pat::axis_type;
+// tinygrad's helpers.colored: s in an ANSI color (a capitalized name is the bright variant)
+std::string colored(const std::string& s, const std::string& color) {
+  static constexpr const char* names[] = {"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"};
+  std::string lower;
+  for (char c : color) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  int idx = int(std::find(std::begin(names), std::end(names), lower) - std::begin(names));
+  bool bright = !color.empty() && std::isupper(static_cast<unsigned char>(color[0]));
+  return "\x1b[" + std::to_string(60 * bright + 30 + idx) + "m" + s + "\x1b[0m";
+}
 int axis_to_pos(AxisType t) {
   switch (t) {
     case AxisType::DEVICE: return -2;
@@ -48,6 +57,8 @@ void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(
 int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
 }  // namespace
 
+// ***** 1. postrange.py: the Scheduler and apply_opts *****
+
 RendererCaps caps_of(const CStyleLanguage& ren) {
   RendererCaps c;
   c.vector_width = ren.simd_vectors() ? ren.vector_width : 0;
@@ -68,10 +79,10 @@ std::vector<UOp> Scheduler::rngs() const {
   std::vector<UOp> out;
   for (const UOpNode* n : ast.topo_nodes()) {
     if (n->op != RANGE || n == ast.get()) continue;
-    if (UOp u(n); u.dtype() != dtypes::void_ && ConstVal(int64_t(0)) < u.vmax() && atype(u) != AxisType::DEVICE) out.push_back(u);
+    if (UOp u(n); u.dtype() != dtypes::void_ && ConstVal(int64_t(0)) < u.vmax() && axis_type(u) != AxisType::DEVICE) out.push_back(u);
   }
   std::stable_sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) {
-    int pa = axis_to_pos(atype(a)), pb = axis_to_pos(atype(b));
+    int pa = axis_to_pos(axis_type(a)), pb = axis_to_pos(axis_type(b));
     if (pa != pb) return pa < pb;
     const auto &x = a.arg().ints(), &y = b.arg().ints();
     return std::lexicographical_compare(x.begin(), x.end() - 1, y.begin(), y.end() - 1);
@@ -85,7 +96,7 @@ std::vector<int64_t> Scheduler::full_shape() const {
 }
 std::vector<AxisType> Scheduler::axis_types() const {
   std::vector<AxisType> out;
-  for (auto& r : rngs()) out.push_back(atype(r));
+  for (auto& r : rngs()) out.push_back(axis_type(r));
   return out;
 }
 std::vector<int64_t> Scheduler::axes_of(std::initializer_list<AxisType> types) const {
@@ -96,7 +107,7 @@ std::vector<int64_t> Scheduler::axes_of(std::initializer_list<AxisType> types) c
 }
 std::vector<UOp> Scheduler::ranges_of(std::initializer_list<AxisType> types) const {
   std::vector<UOp> out;
-  for (auto& r : rngs()) if (std::find(types.begin(), types.end(), atype(r)) != types.end()) out.push_back(r);
+  for (auto& r : rngs()) if (std::find(types.begin(), types.end(), axis_type(r)) != types.end()) out.push_back(r);
   return out;
 }
 std::vector<int64_t> Scheduler::upcastable_dims() const {
@@ -139,13 +150,13 @@ std::vector<UOp> Scheduler::output_rngs() const {
   for (auto& s : ast.src()) {
     if (s.op() != END) continue;
     std::vector<UOp> ends(s.src().begin() + 1, s.src().end());
-    for (auto& r : UOp::sink(ends).ranges()) if (atype(r) != AxisType::REDUCE) out.push_back(r);
+    for (auto& r : UOp::sink(ends).ranges()) if (axis_type(r) != AxisType::REDUCE) out.push_back(r);
   }
   return out;
 }
 std::vector<UOp> Scheduler::globalizable_rngs() const {
   std::vector<UOp> ret;
-  for (auto& r : output_rngs()) if (atype(r) == AxisType::WEAK) ret.push_back(r);
+  for (auto& r : output_rngs()) if (axis_type(r) == AxisType::WEAK) ret.push_back(r);
   for (auto& x : ast.toposort())
     if (x.op() == STAGE) {
       auto xr = x.ranges();
@@ -157,7 +168,7 @@ std::vector<std::string> Scheduler::colors() const {
   std::vector<UOp> out = output_rngs(), glob = globalizable_rngs(), rs = rngs();
   std::vector<std::string> ret;
   for (auto& r : rs) {
-    AxisType x = atype(r);
+    AxisType x = axis_type(r);
     if (dont_use_locals && x == AxisType::GLOBAL) ret.push_back("BLUE");
     else if (!has(out, r) && x == AxisType::WEAK) ret.push_back("BLACK");
     else if (!has(glob, r) && x == AxisType::WEAK) ret.push_back("white");
@@ -199,7 +210,7 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
   if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD) {
     int64_t amt = opt.arg.is<int64_t>() && opt.arg.i() != 0 ? opt.arg.i() : opt.arg.is<ConstVal>() && opt.arg.cval().as_int() != 0
                   ? opt.arg.cval().as_int() : rng.vmax().as_int() + 1;
-    AxisType t = atype(rng);
+    AxisType t = axis_type(rng);
     if (opt.op == OptOps::UNROLL) {
       check(amt <= 32, "don't unroll more than 32");
       check(t == AxisType::GROUP_REDUCE || t == AxisType::REDUCE, "unroll is for GROUP_REDUCE/REDUCE");
@@ -218,8 +229,8 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
     ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD);
   } else if (opt.op == OptOps::PADTO) {
     check(rng.src(0).op() == CONST, "only pad const axes");
-    check(atype(rng) != AxisType::UPCAST && atype(rng) != AxisType::UNROLL, "cannot pad upcasted");
-    check(atype(rng) != AxisType::THREAD, "cannot pad thread");
+    check(axis_type(rng) != AxisType::UPCAST && axis_type(rng) != AxisType::UNROLL, "cannot pad upcasted");
+    check(axis_type(rng) != AxisType::THREAD, "cannot pad thread");
     int64_t n = rng.vmax().as_int() + 1, a = opt.arg.i(), new_sz = (n + a - 1) / a * a;
     check(n > new_sz / 4, "pad adds more than quadruple the work");
     UOp replaced = UOp::make(RANGE, rng.dtype(), {UOp::const_(new_sz, rng.dtype())}, rng.arg());
@@ -255,7 +266,7 @@ UOp Scheduler::get_optimized_ast(std::optional<std::string> name_override) {
   return ast.replace({.arg = make_arg(std::move(ki)), .tag = Arg(int64_t(1))});
 }
 
-// ***** heuristic.py (the parts a renderer without locals or tensor cores uses) *****
+// ***** 2. heuristic.py (the parts a renderer without locals or tensor cores uses) *****
 
 namespace {
 // the constant stride of `rng` in an index: 0 when the index does not depend on it, nullopt when not a plain multiple

@@ -1,4 +1,5 @@
-#include "codegen/linearizer.h"
+// tinygrad's codegen/late/linearizer.py: linearize, the control flow it needs (pm_add_control_flow), pm_split_ends.
+#include "codegen/late/linearizer.h"
 #include "uop/nodemap.h"
 
 #include <algorithm>
@@ -10,16 +11,6 @@
 namespace tg {
 
 namespace {
-
-// where a node's "ended ranges" start in its sources (tinygrad's range_start)
-int range_start(Ops op) {
-  switch (op) {
-    case Ops::STAGE: case Ops::REDUCE: case Ops::END: case Ops::CALL: case Ops::FUNCTION: return 1;
-    case Ops::WMMA: return 3;
-    case Ops::LINEAR: return 0;
-    default: return -1;
-  }
-}
 
 void ended_ranges(const UOp& u, std::vector<UOp>& out) {
   if (int s = range_start(u.op()); s >= 0) {

@@ -11,10 +11,10 @@
 #include <unordered_set>
 
 #include "engine/realize.h"
-#include "engine/stats.h"
 #include "tensor/tensor_impl.h"
 #include "uop/movement.h"
 #include "util/env.h"
+#include "util/stats.h"
 
 namespace tg {
 

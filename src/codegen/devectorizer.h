@@ -1,0 +1,14 @@
+#pragma once
+// The devectorizer of tinygrad's codegen/__init__.py (once its own file, codegen/late/devectorizer.py, whose rest went
+// to late/coalesce.py): broadcasts are unpacked, loads added, and shaped values split into one scalar op per element.
+#include "uop/upat.h"
+
+namespace tg {
+
+const PatternMatcher& pm_expand_broadcast();
+const PatternMatcher& pm_add_loads();
+const PatternMatcher& devectorizer2();
+const PatternMatcher& ew_devectorizer();
+const PatternMatcher& pm_cast_float_alu();  // float ALUs (SIN, LOG2, ...) get a float operand before the decompositions
+
+}  // namespace tg

@@ -1,0 +1,17 @@
+#pragma once
+// The expander of tinygrad's codegen/__init__.py (once its own file, codegen/late/expander.py): UPCAST/UNROLL ranges
+// become shaped constants, REDUCEs become accumulators in registers, STAGEs become local buffers.
+#include <unordered_map>
+
+#include "uop/upat.h"
+
+namespace tg {
+
+// UPCAST/UNROLL axis id -> its position among the expanded axes
+std::unordered_map<int64_t, int64_t> build_range_map(const UOp& sink, bool last_opt_outermost = false);
+const PatternMatcher& expander2();  // ctx: the range map
+struct ReduceContext { int64_t acc_num = 0; };
+const PatternMatcher& pm_reduce_local();       // ctx: ReduceContext
+const PatternMatcher& pm_add_local_buffers();  // ctx: int64_t slot counter
+
+}  // namespace tg
