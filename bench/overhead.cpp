@@ -15,7 +15,9 @@
 
 #include "codegen/pipeline.h"
 #include "engine/realize.h"
+#include "runtime/device.h"
 #include "tensor/tensor_impl.h"
+#include "tg/context.h"
 #include "tg/jit.h"
 #include "tg/tensor.h"
 
@@ -50,8 +52,8 @@ double median(std::vector<double> v) {
 // at least `reps` runs and at least half a second of them: a millisecond graph's median over a few dozen runs moves
 // with whatever else the machine does in those few milliseconds
 std::pair<double, size_t> cold(const std::function<std::vector<Tensor>()>& fn, int reps) {
-  static const ClangRenderer ren;
-  setenv("SCACHE", "0", 1);
+  static const CStyleLanguage& ren = get_device("CPU").renderer();
+  Context no_scache({{"SCACHE", 0}});
   std::vector<double> ts;
   size_t nk = 0;
   double spent = 0;
@@ -68,7 +70,6 @@ std::pair<double, size_t> cold(const std::function<std::vector<Tensor>()>& fn, i
     spent += ts.back();
     nk = linear.src().size();
   }
-  setenv("SCACHE", "1", 1);
   return {median(ts), nk};
 }
 
