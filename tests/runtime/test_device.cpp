@@ -73,7 +73,7 @@ TEST(DeviceRenderer, CapsAndOwnership) {
   EXPECT_EQ(bf16 != cpu.type_map.end() && bf16->second == "unsigned short", !native);
   EXPECT_EQ(get_device("NULL").renderer().vector_width, cpu.vector_width);
   std::string err = error_of([] { get_device("DISK:/tmp/x").renderer(); });
-  EXPECT_NE(err.find("DISK:/tmp/x"), std::string::npos) << err;
+  EXPECT_NE(err.find("/tmp/x) cannot run kernels"), std::string::npos) << err;
 }
 
 TEST(DeviceName, DefaultFromEnv) {
