@@ -164,7 +164,7 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   Bench bench(dev, s.ast);
   const double inf = std::numeric_limits<double>::infinity(), min_progress = double(set.BEAM_MIN_PROGRESS_NS) * 1e-9;
   int beam_debug = int(set.BEAM_DEBUG), dbg = int(set.DEBUG);
-  size_t jobs = size_t(std::max<int64_t>(1, s.ren.global_max0));
+  size_t jobs = size_t(std::max<int64_t>(1, set.NUM_CPU_THREADS));  // compiles run on the host
   std::vector<std::pair<Scheduler, double>> beam{{s, inf}};
   std::set<std::string> seen_srcs;
   auto st = std::chrono::steady_clock::now();
