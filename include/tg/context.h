@@ -1,7 +1,8 @@
 #pragma once
 // tg::Context: tinygrad's `with Context(TRAINING=1):` as a C++ scope. While a Context lives, the variables it names
 // read as its values wherever the library reads its settings (TRAINING, DEBUG, NOOPT, BEAM, JIT, ...); nested Contexts
-// stack, and leaving the scope restores what was there before.
+// stack, and leaving the scope restores what was there before. The library reads its own knobs from the environment
+// once (as tinygrad does) and again when a Context naming one is entered or left: a setenv() in between is not seen.
 //
 //   { tg::Context train({{"TRAINING", 1}}); loss.backward(); opt.step(); }
 #include <cstdint>

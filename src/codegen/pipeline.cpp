@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <typeinfo>
 #include <unordered_set>
 
 #include "codegen/decomp/op.h"
@@ -24,7 +23,7 @@
 #include "uop/nodemap.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -50,8 +49,7 @@ struct PassStats {
   }
 };
 PassStats* pass_stats() {
-  static const bool on = getenv_int("TRACK_REWRITES", 0) != 0;
-  if (!on) return nullptr;
+  if (!settings().TRACK_REWRITES) return nullptr;
   static PassStats stats;
   return &stats;
 }
@@ -127,7 +125,7 @@ const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool fo
 // ***** 2. full_rewrite_to_sink *****
 
 UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimize) {
-  if (debug_level() >= 5) std::printf("%s\n", ast.str().c_str());
+  if (settings().DEBUG >= 5) std::printf("%s\n", ast.str().c_str());
   // symbolic_simple/symbolic/sym with the rules of tinygrad's that ours lack (gated LOAD/STORE folding, sym's extras)
   static const PatternMatcher simple = symbolic_simple() + pm_fold_invalid_access();
   static const PatternMatcher symb = symbolic() + pm_fold_invalid_access();
@@ -177,7 +175,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("pm_cast_float_alu", sink, pm_cast_float_alu());
 
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
-  const DecompMatchers& d = decomp_matchers(supported_ops(ren), getenv_int("DISABLE_FAST_IDIV", 1) != 0, getenv_int("TRANSCENDENTAL", 1) >= 2);
+  const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2);
   sink = rewrite("decomp_early", sink, d.early);
   // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
   sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
@@ -275,8 +273,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   if (ast.op() != Ops::SINK || !kernel_info(ast)) throw Error("to_program needs a SINK with a KernelInfo arg, got " + std::string(op_name(ast.op())));
   const auto& k = ast.key();
   std::string key(k.begin(), k.end());
-  for (const char* v : {"NOOPT", "BEAM", "SIMD", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV"}) key += "|" + getenv_str(v, "");
-  key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&typeid(ren))) + "|" + std::to_string(ren.vector_width);
+  key += "|" + std::to_string(settings().key()) + "|" + ren.identity();
   {
     std::lock_guard<std::mutex> l(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -315,7 +312,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
   prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds);
   prg->kernel = ren.render_kernel(lst, prg->name, EntryStyle::Runtime);
-  if (debug_level() >= 4) std::printf("%s\n", prg->kernel.src.c_str());
+  if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
   std::lock_guard<std::mutex> l(mu);
   return cache.emplace(key, std::move(prg)).first->second;
 }

@@ -3,7 +3,7 @@
 //
 //   UOp sink = full_rewrite_to_sink(ast, ClangRenderer());   // the pass list (opts, expander, devectorize, decomps ...)
 //   auto prg = to_program(ast, ren);                          // linearize, render (EntryStyle::Runtime), estimates; memoized
-//   // load_cached(dev, prg->kernel.entry_name, prg->kernel.src); launch with prg->global[0] threads
+//   // dev.load_cached(prg->kernel.entry_name, prg->kernel.src); launch with prg->global[0] threads
 //
 // Env: NOOPT=1 skips the hand-coded opts; DEBUG>=5 prints the AST, DEBUG>=4 the source (printed here, once per program);
 // TRACK_REWRITES=1 prints each pass's total time and result size over all kernels at exit.
@@ -30,8 +30,9 @@ struct ProgramSpec {
   std::vector<std::string> applied_opts;
 };
 
-// memoized by the ast's key and the env config that changes programs (NOOPT, THREADS, NUM_CPU_THREADS, TRANSCENDENTAL,
-// DISABLE_FAST_IDIV). The cache is locked, but like all UOp graph work this runs on one thread at a time
+// memoized by the ast's key, settings().key() (the knobs that change programs: NOOPT, BEAM, SIMD, THREADS,
+// NUM_CPU_THREADS, TRANSCENDENTAL, DISABLE_FAST_IDIV ...) and ren.identity(). The cache is locked, but like all UOp graph
+// work this runs on one thread at a time
 std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren);
 
 // the linearized program tinygrad renders: linearize(sink), then gated STOREs become IF/STORE/ENDIF

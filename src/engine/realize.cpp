@@ -6,12 +6,9 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "codegen/pipeline.h"
-#include "engine/program_cache.h"
 #include "util/stats.h"
-#include "renderer/cstyle.h"
 #include "uop/args.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -61,37 +58,22 @@ std::shared_ptr<Buffer> resolve_buffer(const UOp& u) {
   throw Error("no buffer behind a " + std::string(op_name(u.op())) + " node");
 }
 
-// clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
-// renderer's software bfloat16 rules (bit casts through float32) do all the math
-const ClangRenderer& renderer_for(const std::string& device) {
-  static const ClangRenderer clang = [&] {
-    ClangRenderer r;
-    try {
-      compile_cached(get_device(device), "__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
-    } catch (const Error&) {
-      r.type_map[DTypeId::bfloat16] = "unsigned short";
-    }
-    return r;
-  }();
-  return clang;
-}
-
 struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
-// per device and opts setting (BEAM, NOOPT, SIMD), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
+// per device and settings().key(), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
-  static std::unordered_map<std::string, std::unordered_map<int64_t, std::unordered_map<UOp, Lowered>>> cache;
-  auto& per_dev = cache[device][getenv_int("BEAM", 0) * 4 + (getenv_int("NOOPT", 0) != 0) * 2 + simd_kernels()];
+  static std::unordered_map<std::string, std::unordered_map<uint32_t, std::unordered_map<UOp, Lowered>>> cache;
+  auto& per_dev = cache[device][settings().key()];
   auto [it, added] = per_dev.try_emplace(ast);
   engine_stats().program_lookups++;
   if (added) {
     engine_stats().programs_built++;
     try {
       Device& dev = get_device(device);
-      it->second.spec = to_program(ast, renderer_for(device));
-      it->second.prg = load_cached(dev, it->second.spec->kernel.entry_name, it->second.spec->kernel.src);
+      it->second.spec = to_program(ast, dev.renderer());
+      it->second.prg = dev.load_cached(it->second.spec->kernel.entry_name, it->second.spec->kernel.src);
     } catch (...) {
       per_dev.erase(it);
       throw;
@@ -146,11 +128,11 @@ void exec_kernel(const UOp& call, const VarVals& vars) {
   }
   LaunchDims dims;
   for (int i = 0; i < 3; i++) dims.global[size_t(i)] = int(l.spec->global[size_t(i)]), dims.local[size_t(i)] = int(l.spec->local[size_t(i)]);
-  bool dbg = debug_level() >= 2;
+  bool dbg = settings().DEBUG >= 2;
   double et = l.prg->launch(ptrs, vals, dims, dbg);
   stats.kernel_count++;
   engine_stats().kernels_launched++;
-  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims});
+  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec});
   if (dbg) print_call(device, l.spec->name, ptrs.size(), et, l.spec->ops, l.spec->mem);
 }
 
@@ -167,7 +149,7 @@ void exec_copy(const UOp& call) {
   stats.kernel_count++;
   engine_stats().copies++;
   if (recorder) recorder->push_back({nullptr, "copy", {dest, src}, {}, {}});
-  if (debug_level() >= 2)
+  if (settings().DEBUG >= 2)
     print_call(dest->device(), "copy " + size_to_str(double(dest->nbytes())) + ", " + dest->device() + " <- " + src->device(), 2,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(), 0, double(dest->nbytes()));
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/pipeline.h"
 #include "runtime/buffer.h"
 #include "schedule/schedule.h"
 
@@ -22,6 +23,7 @@ struct RecordedLaunch {
   std::vector<std::shared_ptr<Buffer>> bufs;  // the kernel's buffer arguments in the program's order
   std::vector<int64_t> vals;                  // its variable values
   LaunchDims dims;
+  std::shared_ptr<const ProgramSpec> spec;    // what prg was built from (source, opts); null for a copy
 };
 // while set (TinyJit capture), run_linear also appends every launch it makes to *rec; nullptr stops recording
 void set_launch_recorder(std::vector<RecordedLaunch>* rec);

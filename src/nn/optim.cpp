@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "tg/context.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg::nn::optim {
 
@@ -26,9 +26,9 @@ Optimizer::Optimizer(const std::vector<Tensor>& ps, double lr_, std::optional<st
   for (const Tensor& p : params)
     if (!p.device()) throw Error("Optimizer: a param has no device (a constant " + p.shape_str() + " tensor cannot be updated)");
   device_ = device ? *device : *params[0].device();
-  param_dtype_ = dtypes::from_name(getenv_str("OPTIM_DTYPE", "float32"));
+  param_dtype_ = dtypes::from_name(settings().OPTIM_DTYPE);
   DType lr_dtype = least_upper_dtype({dtypes::default_float, dtypes::float32});
-  lr = getenv_int("CONST_LR", 0) ? Tensor(lr_, lr_dtype) : Tensor::full({1}, lr_, lr_dtype, device_);
+  lr = settings().CONST_LR ? Tensor(lr_, lr_dtype) : Tensor::full({1}, lr_, lr_dtype, device_);
   if (fused_) {
     pos_params_ = {0};
     for (const Tensor& p : params) pos_params_.push_back(pos_params_.back() + p.numel());
@@ -79,7 +79,7 @@ std::vector<Tensor> Optimizer::schedule_step() {
 
 LARS::LARS(const std::vector<Tensor>& ps, double lr_, double momentum, double weight_decay, bool nesterov, bool classic, bool pre_wd,
            double tcoef, std::optional<std::string> device, std::optional<bool> fused)
-    : Optimizer(ps, lr_, device, fused.value_or(getenv_int("FUSE_OPTIM", 0) != 0)), momentum_(momentum), wd_(weight_decay), tcoef_(tcoef),
+    : Optimizer(ps, lr_, device, fused.value_or(settings().FUSE_OPTIM != 0)), momentum_(momentum), wd_(weight_decay), tcoef_(tcoef),
       nesterov_(nesterov), classic_(classic), pre_wd_(pre_wd) {
   if (momentum < 0) throw Error("LARS/SGD: invalid momentum value " + std::to_string(momentum));
   if (momentum_ != 0) b = new_optim_param();
@@ -108,7 +108,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> LARS::step_(const std::vecto
 
 LAMB::LAMB(const std::vector<Tensor>& ps, double lr_, double b1, double b2, double eps, double weight_decay, bool adam,
            std::optional<std::string> device, std::optional<bool> fused)
-    : Optimizer(ps, lr_, device, fused.value_or(getenv_int("FUSE_OPTIM", 0) != 0)), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam) {
+    : Optimizer(ps, lr_, device, fused.value_or(settings().FUSE_OPTIM != 0)), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam) {
   if (weight_decay < 0) throw Error("LAMB/Adam: invalid weight_decay value " + std::to_string(weight_decay));
   b1_t = Tensor::ones({1}, dtypes::float32, device_).is_param_(false);
   b2_t = Tensor::ones({1}, dtypes::float32, device_).is_param_(false);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <thread>
 
 namespace tg {
 
@@ -350,6 +351,15 @@ std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) co
 
 bool CStyleLanguage::simd_vectors() const { return vector_width > 0 && simd_kernels(); }
 
+std::string CStyleLanguage::identity() const {
+  std::vector<std::pair<int, std::string>> types;
+  for (auto& [id, name] : type_map) types.emplace_back(int(id), name);
+  std::sort(types.begin(), types.end());
+  std::string s = Renderer::identity();
+  for (auto& [id, name] : types) s += "|" + std::to_string(id) + "=" + name;
+  return s;
+}
+
 std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, const UOp& idx) const {
   if (buf.addrspace() == AddrSpace::ALU) {  // a lane of a vector value
     if (!(idx.op() == CAST && idx.src(0).op() == CONST)) return "(" + ctx[buf] + ")[" + ctx[idx] + "]";
@@ -545,6 +555,9 @@ RenderedKernel CStyleLanguage::render_kernel(const std::vector<UOp>& uops, const
 // ***** 4. ClangRenderer *****
 
 ClangRenderer::ClangRenderer() {
+  device = "CPU";
+  has_threads = true;
+  global_max = {std::max<int64_t>(1, std::thread::hardware_concurrency()), 0, 0};
   float4_fmt = "(float4)";
   float4_style = {"{", "}"};
   gep_arr_threshold = 0;

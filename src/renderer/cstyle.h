@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "renderer/renderer.h"
 #include "uop/nodemap.h"
 #include "uop/upat.h"
 
@@ -70,9 +71,8 @@ struct RenderCtx {
 UOp emit(M m, std::string s);
 
 // a C dialect: the options tinygrad's CStyleLanguage has, and its string rules
-class CStyleLanguage {
+class CStyleLanguage : public Renderer {
  public:
-  virtual ~CStyleLanguage() = default;
   std::string kernel_typedef = "void";
   std::string buffer_prefix, buffer_suffix, smem_align, smem_prefix;
   bool smem_prefix_for_cast = true;
@@ -81,8 +81,6 @@ class CStyleLanguage {
   std::string float4_fmt = "";  // how a vector literal starts, with "float4" standing for the type; empty: none
   std::pair<std::string, std::string> float4_style{"(", ")"};
   int64_t gep_arr_threshold = 4;
-  // floats in the target's vector register (clang: 16 with AVX-512, else 8); 0: the C has no SIMD shaping
-  int64_t vector_width = 0;
   // kernels shaped for vector units (SIMD=1, and a renderer that can): folded accumulators, vector-wide float accesses,
   // register arrays aligned to the vector
   bool simd_vectors() const;
@@ -98,6 +96,7 @@ class CStyleLanguage {
   PatternMatcher string_rewrite;
 
   CStyleLanguage();
+  std::string identity() const override;  // adds the type names
   // the whole translation unit for a linearized kernel; `name` overrides the SINK's name (tinygrad takes
   // KernelInfo.function_name); with no name and no string arg on the SINK the kernel is called "test"
   virtual std::string render(const std::vector<UOp>& uops, const std::string& name = "") const;
@@ -121,7 +120,8 @@ class CStyleLanguage {
   std::vector<KernelParam> params_of(const Parts& p) const;
 };
 
-// tinygrad's ClangRenderer: C for clang, vectors as ext_vector_type typedefs, __builtin math
+// tinygrad's ClangRenderer: C for clang, vectors as ext_vector_type typedefs, __builtin math. Its caps are the host's:
+// threads up to the hardware's, no locals or shared memory, no tensor cores, vector_width from the CPU
 class ClangRenderer : public CStyleLanguage {
  public:
   ClangRenderer();

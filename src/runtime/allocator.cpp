@@ -1,7 +1,7 @@
 #include "runtime/allocator.h"
 
-#include <cstdlib>
-#include <string_view>
+#include "tg/error.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -26,8 +26,11 @@ void* LRUAllocator::alloc(size_t nbytes) {
 }
 
 void LRUAllocator::free(void* p, size_t nbytes) {
-  const char* lru = std::getenv("LRU");  // read directly: free runs in destructors and must not throw on a bad value
-  if (!caching_ || (lru && std::string_view(lru) == "0")) return raw_free_(p, nbytes);
+  bool lru = true;
+  try {
+    lru = settings().LRU != 0;
+  } catch (const Error&) {}  // free runs in destructors: a bad value of any setting is reported elsewhere, not here
+  if (!caching_ || !lru) return raw_free_(p, nbytes);
   std::lock_guard lk(mu_);
   cache_[nbytes].push_back(p);
   stats_.cached++, stats_.cached_bytes += nbytes;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tg/error.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/process.h"
 
 namespace tg {
@@ -22,7 +22,7 @@ void set_clang_path(const std::string& path) {
 }
 
 std::string clang_path() {
-  if (std::string env = getenv_str("TG_CLANG"); !env.empty()) return env;
+  if (const std::string& env = settings().TG_CLANG; !env.empty()) return env;
   std::lock_guard lk(mu);
   return override_path.empty() ? "clang" : override_path;
 }
@@ -88,7 +88,7 @@ std::string clang_compile(const std::string& src) {
   if (!r.started) throw not_found(cc);
   if (r.exit_code != 0) {
     std::string msg = "clang failed to compile a kernel (exit code " + std::to_string(r.exit_code) + "):\n" + r.err;
-    if (debug_level() >= 4) msg += "\nsource:\n" + src;
+    if (settings().DEBUG >= 4) msg += "\nsource:\n" + src;
     else msg += "\n(set DEBUG=4 to see the source)";
     throw Error(msg);
   }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "runtime/clang.h"
 #include "runtime/device.h"
@@ -51,6 +52,18 @@ class CpuDevice : public Device {
 
   void copyin(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copyout(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  // clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
+  // renderer's software bfloat16 rules (bit casts through float32) do all the math. Probed once, on first use
+  const CStyleLanguage& renderer() override {
+    std::call_once(renderer_once_, [&] {
+      try {
+        compile_cached("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+      } catch (const Error&) {
+        renderer_.type_map[DTypeId::bfloat16] = "unsigned short";
+      }
+    });
+    return renderer_;
+  }
   std::string compile(const std::string& src) override { return clang_compile(src); }
   std::string compiler_key() override {
     std::string key = clang_identity();
@@ -103,6 +116,8 @@ class CpuDevice : public Device {
  private:
   ThreadPool pool_;
   std::atomic<uint64_t> so_count_{0};
+  ClangRenderer renderer_;
+  std::once_flag renderer_once_;
 };
 
 }  // namespace

@@ -6,12 +6,40 @@
 #include <mutex>
 
 #include "tg/error.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
+namespace {
+
+// every backend this build can open: a device name's kind (before ':') -> its factory
+struct Backend {
+  const char* kind;
+  const char* names;  // how its devices are named, for error messages
+  std::unique_ptr<Device> (*open)(const std::string& name);
+};
+constexpr Backend backends[] = {
+    {"CPU", "CPU, CPU:n", make_cpu_device},
+    {"NULL", "NULL", make_null_device},
+    {"DISK", "DISK:/path", make_disk_device},
+};
+
+const Backend* backend_of(std::string_view kind) {
+  for (const Backend& b : backends)
+    if (kind == b.kind) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+const CStyleLanguage& Device::renderer() { throw Error("device " + name_ + " runs no kernels: it has no renderer"); }
+
 const std::vector<std::string>& device_kinds() {
-  static const std::vector<std::string> kinds{"CPU", "CUDA", "NULL", "DISK"};
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> k;
+    for (const Backend& b : backends) k.emplace_back(b.kind);
+    return k;
+  }();
   return kinds;
 }
 
@@ -22,9 +50,11 @@ std::string canonicalize_device(std::string_view name) {
   std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return char(std::toupper(c)); });
   std::string rest = colon == std::string_view::npos ? "" : std::string(name.substr(colon + 1));
   auto bad = [&](const std::string& why) {
-    return Error("unknown device '" + std::string(name) + "': " + why + " (devices: CPU, CPU:n, CUDA, CUDA:n, NULL, DISK:/path)");
+    std::string names;
+    for (const Backend& b : backends) names += (names.empty() ? "" : ", ") + std::string(b.names);
+    return Error("unknown device '" + std::string(name) + "': " + why + " (devices here: " + names + ")");
   };
-  if (std::find(device_kinds().begin(), device_kinds().end(), kind) == device_kinds().end()) throw bad("no such device kind");
+  if (!backend_of(kind)) throw bad("no such device kind in this build");
   if (kind == "DISK") {
     if (rest.empty()) throw bad("DISK needs a path");
     return kind + ":" + rest;
@@ -36,22 +66,17 @@ std::string canonicalize_device(std::string_view name) {
 }
 
 std::string default_device() {
-  std::string dev = getenv_str("DEV");
+  const std::string& dev = settings().DEV;
   return dev.empty() ? "CPU" : canonicalize_device(dev);
 }
 
-static std::unique_ptr<Device> open_device(const std::string& name) {
-  std::string kind = name.substr(0, name.find(':'));
-  if (kind == "CPU") return make_cpu_device(name);
-  if (kind == "NULL") return make_null_device(name);
-  if (kind == "DISK") return make_disk_device(name);
-  throw Error("device " + name + " is not available in this build of tinygrad.cpp");
-}
-
 bool device_available(std::string_view name) {
-  std::string kind = canonicalize_device(name);
-  kind = kind.substr(0, kind.find(':'));
-  return kind == "CPU" || kind == "NULL" || kind == "DISK";
+  try {
+    canonicalize_device(name);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 Device& get_device(std::string_view name) {
@@ -61,7 +86,7 @@ Device& get_device(std::string_view name) {
   std::string canon = canonicalize_device(name);
   std::lock_guard lk(mu);
   auto it = devices.find(canon);
-  if (it == devices.end()) it = devices.emplace(canon, open_device(canon)).first;
+  if (it == devices.end()) it = devices.emplace(canon, backend_of(canon.substr(0, canon.find(':')))->open(canon)).first;
   return *it->second;
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// Device: the small table every backend fills in (alloc / free / copyin / copyout / compile / load), and Program,
-// a loaded kernel that can be launched. Devices are opened once per name by get_device() and live until exit.
+// Device (tinygrad's Compiled): the small table every backend fills in (raw alloc / free, copyin / copyout, renderer,
+// compile, load) and what the base class builds on it (the LRU allocator, the program cache), and Program, a loaded
+// kernel that can be launched. Devices are opened once per name by get_device() and live until exit. Adding a backend
+// is one file with its Device subclass and make_<kind>_device, a renderer dialect, and a row in the table of
+// runtime/device.cpp; docs/runtime.md has the contract.
 //
 // CPU kernel calling convention (what the C renderer emits and CpuDevice calls):
 //
@@ -17,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "renderer/cstyle.h"
 #include "runtime/allocator.h"
 #include "tg/device.h"
 
@@ -55,12 +59,21 @@ class Device {
   virtual void copyout(void* host_dst, const void* src, size_t nbytes) = 0;
   virtual void synchronize() {}
 
-  // source -> binary (throws tg::Error with the compiler's message); the engine caches it on disk under compiler_key()
+  // the dialect kernels for this device are rendered in, with its caps (threads, locals, shared memory, tensor cores,
+  // vector width); throws tg::Error on a device that runs no kernels
+  virtual const CStyleLanguage& renderer();
+  // source -> binary (throws tg::Error with the compiler's message)
   virtual std::string compile(const std::string& src) = 0;
   // what besides the source decides the binary (compiler, version, flags, host CPU); "" means do not cache
   virtual std::string compiler_key() { return ""; }
   // binary -> launchable kernel `name`; throws tg::Error when the binary has no such kernel
   virtual std::unique_ptr<Program> load(const std::string& name, const std::string& binary) = 0;
+
+  // ** the program cache (runtime/program_cache.cpp): compiled binaries on disk under sha256(compiler_key, source) **
+  // compile(src), read back from the disk cache when compiled before (never cached when compiler_key() is "")
+  std::string compile_cached(const std::string& src);
+  // load(entry, compile_cached(src)); a cached binary that does not load is compiled afresh and replaced
+  std::unique_ptr<Program> load_cached(const std::string& entry, const std::string& src);
 
  protected:
   explicit Device(std::string name)
@@ -76,7 +89,7 @@ class Device {
 // the device of this name (canonicalized), opened on first use; throws tg::Error for unknown or unavailable ones
 Device& get_device(std::string_view name = "");
 
-// factories, one per backend file
+// factories, one per backend file, registered in runtime/device.cpp's table
 std::unique_ptr<Device> make_cpu_device(const std::string& name);
 std::unique_ptr<Device> make_null_device(const std::string& name);
 std::unique_ptr<Device> make_disk_device(const std::string& name);

@@ -45,10 +45,8 @@ class DiskDevice : public Device {
       done += size_t(w);
     }
   }
-  std::string compile(const std::string&) override {
-    throw Error("DISK (" + path_ + ") cannot run kernels: only a contiguous byte range of the file (shrink of the flat tensor, "
-                "reshape, bitcast) can be copied out; copy that to a compute device (.to(\"CPU\")) and compute there");
-  }
+  const CStyleLanguage& renderer() override { throw no_kernels(); }
+  std::string compile(const std::string&) override { throw no_kernels(); }
   std::unique_ptr<Program> load(const std::string& name, const std::string&) override {
     throw Error("DISK (" + path_ + ") cannot load kernel " + name);
   }
@@ -94,6 +92,10 @@ class DiskDevice : public Device {
   }
 
  private:
+  Error no_kernels() const {
+    return Error("DISK (" + path_ + ") cannot run kernels: only a contiguous byte range of the file (shrink of the flat tensor, "
+                 "reshape, bitcast) can be copied out; copy that to a compute device (.to(\"CPU\")) and compute there");
+  }
   struct Mapping {
     size_t len = 0;
     int fd = -1;

@@ -1,4 +1,4 @@
-// The NULL device: renders but runs nothing. Allocations are fake addresses, compile returns nothing, launches return
+// The NULL device: renders (clang's C, as for the CPU) but runs nothing. Allocations are fake addresses, compile returns nothing, launches return
 // at once, copyout throws (there is no data).
 #include <atomic>
 #include <cstdint>
@@ -22,6 +22,7 @@ class NullDevice : public Device {
   ~NullDevice() override { lru_.free_cache(); }
   void copyin(void*, const void*, size_t) override {}
   void copyout(void*, const void*, size_t) override { throw Error("no copyout on " + name_ + ": the NULL device holds no data"); }
+  const CStyleLanguage& renderer() override { return renderer_; }  // the CPU's C, compiled by nothing
   std::string compile(const std::string&) override { return ""; }
   std::unique_ptr<Program> load(const std::string& name, const std::string&) override {
     return std::make_unique<NullProgram>(name);
@@ -37,6 +38,7 @@ class NullDevice : public Device {
 
  private:
   std::atomic<uintptr_t> next_{uintptr_t(1) << 40};
+  ClangRenderer renderer_;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "uop/args.h"
 #include "uop/movement.h"
 #include "uop/pattern_helpers.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -28,7 +28,7 @@ UOp limit_bufs(LimitBufsContext& ctx, const UOp& root) {
   std::optional<std::string> device = root.device();
   if (!device) return UOp();
   std::string dev = device->substr(0, device->find(':'));
-  int64_t max_bufs = getenv_int("MAX_KERNEL_BUFFERS", 0);
+  int64_t max_bufs = settings().MAX_KERNEL_BUFFERS;
   if (!max_bufs) max_bufs = dev == "METAL" || dev == "CPU" ? 31 : dev == "WEBGPU" ? 8 : 0;
   if (!max_bufs) return UOp();
   // the nodes not met before (their sources are in the cache by then)

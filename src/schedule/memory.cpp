@@ -5,7 +5,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -43,7 +43,7 @@ void collect_bufs(const UOp& u, std::vector<UOp>& out) {
 }  // namespace
 
 UOp memory_plan_rewrite(const UOp& linear, const std::unordered_set<UOp>& held) {
-  if (getenv_int("NO_MEMORY_PLANNER", 0)) return linear;
+  if (settings().NO_MEMORY_PLANNER) return linear;
   std::vector<UOp> order;
   std::unordered_map<UOp, size_t> first, last;
   std::unordered_set<UOp> copy_bufs;
@@ -94,7 +94,7 @@ UOp memory_plan_rewrite(const UOp& linear, const std::unordered_set<UOp>& held) 
     before += nbytes(b);
     replace[b] = arenas[lane(b)].shrink({{offsets[i], offsets[i] + n}}).bitcast(b.dtype());
   }
-  if (debug_level() >= 1 && before != after)
+  if (settings().DEBUG >= 1 && before != after)
     std::printf("memory reduced from %.2f MB -> %.2f MB, %zu -> %zu bufs\n", before / 1e6, after / 1e6, order.size(), arenas.size());
   return linear.substitute(replace, nullptr, true);
 }

@@ -12,7 +12,7 @@
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
 #include "uop/args.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -55,15 +55,8 @@ UOp make_call(const UOp& body, std::span<const UOp> args) {
 
 }  // namespace
 
-ScheduleKey ScheduleKey::of(const UOp& graph) {
-  return {graph, {getenv_int("MAX_KERNEL_BUFFERS", 0), getenv_int("SPLIT_REDUCEOP", 1), getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768),
-                  getenv_int("REDUCEOP_SPLIT_SIZE", 22), getenv_int("NO_MEMORY_PLANNER", 0), simd_kernels()}};
-}
-size_t ScheduleKeyHash::operator()(const ScheduleKey& k) const {
-  size_t h = k.graph.hash();
-  for (auto v : k.knobs) h = h * 1000003u ^ std::hash<int64_t>{}(v);
-  return h;
-}
+ScheduleKey ScheduleKey::of(const UOp& graph) { return {graph, settings().key()}; }
+size_t ScheduleKeyHash::operator()(const ScheduleKey& k) const { return k.graph.hash() * 1000003u ^ k.settings_key; }
 
 UOp create_schedule(const UOp& sched_sink) {
   std::unordered_map<UOp, std::vector<UOp>> children;
@@ -149,7 +142,7 @@ std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
 
 UOp lower_sink_to_linear(const UOp& function) {
   auto st = std::chrono::steady_clock::now();
-  bool scache = getenv_int("SCACHE", 1) != 0, hit = false;
+  bool scache = settings().SCACHE != 0, hit = false;
   UOp linear;
   ScheduleKey key = ScheduleKey::of(function);
   if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
@@ -158,7 +151,7 @@ UOp lower_sink_to_linear(const UOp& function) {
     linear = create_schedule(get_kernel_graph(function));
     if (scache) schedule_cache()[key] = linear;
   }
-  if ((debug_level() >= 1 && linear.src().size() > 1) || debug_level() >= 3) {
+  if ((settings().DEBUG >= 1 && linear.src().size() > 1) || settings().DEBUG >= 3) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();
     const auto& k = function.key();
     char hex[9];

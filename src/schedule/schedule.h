@@ -5,7 +5,6 @@
 //   auto [call, becomes] = transform_to_call(UOp::sink({a, b}));   // callify
 //   apply becomes to every live tensor (the tensor layer owns that), then
 //   auto [linear, vars] = create_linear_with_vars(call);           // rangeify, kernel split, order, memory plan
-#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,12 +17,12 @@ namespace tg {
 
 using VarVals = std::map<std::string, int64_t>;
 
-// what the schedule caches key on: a graph and the settings the scheduler reads (MAX_KERNEL_BUFFERS, SPLIT_REDUCEOP,
-// REDUCEOP_SPLIT_THRESHOLD, REDUCEOP_SPLIT_SIZE, NO_MEMORY_PLANNER, SIMD), so a graph scheduled under other values is
-// scheduled again
+// what the schedule caches key on: a graph and settings().key() (the knobs that change kernels, among them those the
+// scheduler reads: MAX_KERNEL_BUFFERS, SPLIT_REDUCEOP, REDUCEOP_SPLIT_*, NO_MEMORY_PLANNER, SIMD), so a graph
+// scheduled under other values is scheduled again
 struct ScheduleKey {
   UOp graph;
-  std::array<int64_t, 6> knobs;
+  uint32_t settings_key;
   static ScheduleKey of(const UOp& graph);
   bool operator==(const ScheduleKey&) const = default;
 };

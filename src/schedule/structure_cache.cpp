@@ -16,7 +16,7 @@
 #include "schedule/schedule.h"
 #include "uop/args.h"
 #include "uop/nodemap.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -62,7 +62,7 @@ std::unordered_map<size_t, std::vector<Template*>>& buckets() {
 
 // op, dtype and source count of the first nodes met depth-first from the sink (input buffers differ only in their arg)
 size_t fingerprint(const UOp& big_sink, const ScheduleKey& knobs) {
-  size_t h = ScheduleKeyHash{}(ScheduleKey{UOp(), knobs.knobs}), budget = 32;
+  size_t h = ScheduleKeyHash{}(ScheduleKey{UOp(), knobs.settings_key}), budget = 32;
   auto visit = [&](auto& self, const UOpNode* n) -> void {
     if (!budget) return;
     budget--;
@@ -241,10 +241,10 @@ Scheduled schedule_tensor_graph(const UOp& big_sink) {
     auto [linear, vars] = create_linear_with_vars(call.call);
     return Scheduled{linear, vars, std::move(call.becomes)};
   };
-  if (getenv_int("SCACHE", 1) == 0) return direct();
+  if (settings().SCACHE == 0) return direct();
   auto done = [&](Scheduled out) {
     engine_stats().schedules++, engine_stats().realize_cache_hits++;
-    if (debug_level() >= 1 && out.linear.src().size() > 1) {
+    if (settings().DEBUG >= 1 && out.linear.src().size() > 1) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();
       std::printf("scheduled %5zu kernels in %8.2f ms |  realize cache hit\n", out.linear.src().size(), ms);
     }
@@ -255,7 +255,7 @@ Scheduled schedule_tensor_graph(const UOp& big_sink) {
   static std::vector<const UOpNode*> real;
   for (size_t b = 0; b < bucket.size(); b++) {
     const Template& tpl = *bucket[b];
-    if (tpl.key.knobs != knobs.knobs || !match(tpl, big_sink, real)) continue;
+    if (tpl.key.settings_key != knobs.settings_key || !match(tpl, big_sink, real)) continue;
     std::rotate(bucket.begin(), bucket.begin() + ptrdiff_t(b), bucket.begin() + ptrdiff_t(b) + 1);
     std::vector<UOp> inputs;
     for (uint32_t s : tpl.input_steps) inputs.emplace_back(real[s]);
@@ -266,7 +266,7 @@ Scheduled schedule_tensor_graph(const UOp& big_sink) {
   // no template of this fingerprint matched: key the canonical graph
   Canonical c = canonicalize(big_sink);
   if (!c.cacheable) return direct();
-  ScheduleKey key{c.sink, knobs.knobs};
+  ScheduleKey key{c.sink, knobs.settings_key};
   auto it = cache().find(key);
   bool hit = it != cache().end();
   if (!hit) {

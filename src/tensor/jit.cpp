@@ -286,7 +286,7 @@ std::vector<Tensor> TinyJitBase::call(const std::vector<Tensor>& inputs) {
   if (launch_recorder()) throw Error("TinyJit: calling a TinyJit while another TinyJit captures is not supported");
   Inputs in = prepare_inputs(inputs);
   std::vector<Tensor> out;
-  if (getenv_int("JIT", 1) == 0 || s.cnt == 0) {
+  if (settings().JIT == 0 || s.cnt == 0) {
     out = s.fn(inputs);
     Tensor::realize(out);
   } else if (!s.captured) {

@@ -1,5 +1,6 @@
 #include "util/env.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <utility>
@@ -17,10 +18,18 @@ std::vector<std::pair<std::string, int64_t>>& overrides() {  // the live Context
 }
 }  // namespace
 
+// a Context that names a library knob makes settings() read them again, on entry and on exit
 Context::Context(std::initializer_list<std::pair<std::string, int64_t>> values) : depth_(overrides().size()) {
-  for (const auto& kv : values) overrides().push_back(kv);
+  bool knob = false;
+  for (const auto& kv : values) overrides().push_back(kv), knob |= is_setting(kv.first);
+  if (knob) refresh_settings();
 }
-Context::~Context() { overrides().resize(depth_); }
+Context::~Context() {
+  auto& o = overrides();
+  bool knob = std::any_of(o.begin() + ptrdiff_t(depth_), o.end(), [](const auto& kv) { return is_setting(kv.first); });
+  o.resize(depth_);
+  if (knob) refresh_settings();
+}
 
 int64_t context_value(const std::string& name, int64_t def) { return getenv_int(name.c_str(), def); }
 

@@ -24,8 +24,8 @@ const std::set<std::string> kKnownGaps = {
 
 // the settings the cases were generated with
 struct EnvNoopt {
-  explicit EnvNoopt(bool on) { setenv("NOOPT", on ? "1" : "0", 1), setenv("NUM_CPU_THREADS", "8", 1); }
-  ~EnvNoopt() { unsetenv("NOOPT"), unsetenv("NUM_CPU_THREADS"); }
+  explicit EnvNoopt(bool on) : ctx{{"NOOPT", on}, {"NUM_CPU_THREADS", 8}} {}
+  Context ctx;
 };
 
 std::string field(const std::string& info, const std::string& key) {

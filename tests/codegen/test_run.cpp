@@ -7,18 +7,18 @@
 
 #include "codegen/pipeline.h"
 #include "codegen_cases.h"
-#include "engine/program_cache.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 #include "support/parse.h"
+#include "tg/context.h"
 
 using namespace tg;
 
 namespace {
 
 struct Env {
-  Env(bool noopt) { setenv("NOOPT", noopt ? "1" : "0", 1), setenv("NUM_CPU_THREADS", "8", 1); }
-  ~Env() { unsetenv("NOOPT"), unsetenv("NUM_CPU_THREADS"); }
+  Env(bool noopt) : ctx{{"NOOPT", noopt}, {"NUM_CPU_THREADS", 8}} {}
+  Context ctx;
 };
 
 // the program for kernel k of a case, compiled and loaded
@@ -33,7 +33,7 @@ Loaded load_case(const std::string& name, bool noopt, size_t k = 0) {
       Env env(noopt);
       Device& cpu = get_device("CPU");
       auto spec = to_program(parse_uop(c.kernels.at(k).ast), ClangRenderer());
-      return {spec, load_cached(cpu, spec->kernel.entry_name, spec->kernel.src)};
+      return {spec, cpu.load_cached(spec->kernel.entry_name, spec->kernel.src)};
     }
   throw Error("no codegen case " + name);
 }

@@ -22,8 +22,7 @@ UOp matmul_ast(int64_t m, int64_t k, int64_t n) {
 }
 
 struct Threads {
-  Threads() { setenv("NUM_CPU_THREADS", "4", 1); }
-  ~Threads() { unsetenv("NUM_CPU_THREADS"); }
+  Context ctx{{"NUM_CPU_THREADS", 4}};
 };
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <fstream>
 #include <limits>
 
-#include "engine/program_cache.h"
 #include "renderer/cstyle.h"
 #include "../kernel_programs.h"
 #include "runtime/buffer.h"
@@ -289,7 +288,7 @@ TEST(CStyle, RunsOnTheCpuRuntime) {
   ClangRenderer ren;
   Device& cpu = get_device("CPU");
   RenderedKernel k = ren.render_kernel(prog_where_var().second, "", EntryStyle::Runtime);
-  std::unique_ptr<Program> prg = load_cached(cpu, k.entry_name, k.src);
+  std::unique_ptr<Program> prg = cpu.load_cached(k.entry_name, k.src);
   Buffer out("CPU", 32, dtypes::float32), in("CPU", 32, dtypes::float32);
   std::vector<float> host_in(32), host_out(32, -1.f);
   for (int i = 0; i < 32; i++) host_in[i] = float(i % 9) - 2.f;
@@ -305,8 +304,8 @@ TEST(CStyle, RunsOnTheCpuRuntime) {
 
   // the add kernel, and a cache hit the second time (no clang run)
   RenderedKernel ka = ren.render_kernel(prog_add().second, "", EntryStyle::Runtime);
-  std::string bin = compile_cached(cpu, ka.src);
-  EXPECT_EQ(compile_cached(cpu, ka.src), bin);
+  std::string bin = cpu.compile_cached(ka.src);
+  EXPECT_EQ(cpu.compile_cached(ka.src), bin);
   Buffer o("CPU", 16, dtypes::float32), a("CPU", 16, dtypes::float32), b("CPU", 16, dtypes::float32);
   std::vector<float> ha(16), hb(16), ho(16);
   for (int i = 0; i < 16; i++) ha[i] = float(i), hb[i] = float(100 * i);

@@ -6,20 +6,24 @@
 #include <string>
 
 #include "runtime/device.h"
+#include "util/settings.h"
 
 namespace tg::test {
 
-// sets (or with nullopt unsets) an environment variable for the scope, restoring the old value after
+// sets (or with nullopt unsets) an environment variable for the scope, restoring the old value after; the settings
+// snapshot is read again both times (the library reads the environment once)
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
     if (value) setenv(name, value->c_str(), 1);
     else unsetenv(name);
+    refresh_settings();
   }
   ~ScopedEnv() {
     if (old_) setenv(name_, old_->c_str(), 1);
     else unsetenv(name_);
+    refresh_settings();
   }
 
  private:

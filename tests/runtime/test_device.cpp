@@ -2,6 +2,7 @@
 
 #include "rt_test_util.h"
 #include "runtime/buffer.h"
+#include "runtime/device.h"
 #include "tg/device.h"
 #include "tg/error.h"
 
@@ -22,7 +23,6 @@ TEST(DeviceName, Canonicalize) {
   EXPECT_EQ(canonicalize_device("CPU:0"), "CPU");
   EXPECT_EQ(canonicalize_device("cpu:1"), "CPU:1");
   EXPECT_EQ(canonicalize_device("null"), "NULL");
-  EXPECT_EQ(canonicalize_device("cuda:0"), "CUDA");
   EXPECT_EQ(canonicalize_device("disk:/tmp/Some:File"), "DISK:/tmp/Some:File");
 }
 
@@ -31,9 +31,49 @@ TEST(DeviceName, UnknownNamesTheDevice) {
   EXPECT_NE(error_of([] { canonicalize_device("cpu:x"); }).find("'cpu:x'"), std::string::npos);
   EXPECT_NE(error_of([] { canonicalize_device("DISK"); }).find("path"), std::string::npos);
   EXPECT_NE(error_of([] { get_device("bogus:1"); }).find("bogus"), std::string::npos);
-  EXPECT_NE(error_of([] { get_device("CUDA"); }).find("not available"), std::string::npos);
-  EXPECT_FALSE(device_available("CUDA"));
+  EXPECT_FALSE(device_available("bogus:1"));
   EXPECT_TRUE(device_available("cpu"));
+}
+
+// device_kinds() lists what opens here, and nothing else: CUDA is planned, not built
+TEST(DeviceName, KindsAreWhatOpens) {
+  EXPECT_EQ(device_kinds(), (std::vector<std::string>{"CPU", "NULL", "DISK"}));
+  for (const std::string& kind : device_kinds()) {
+    std::string name = kind == "DISK" ? "DISK:/nonexistent/file" : kind;  // DISK opens its file on first buffer use
+    EXPECT_TRUE(device_available(name)) << name;
+    EXPECT_EQ(get_device(name).name(), name);
+  }
+  std::string err = error_of([] { get_device("CUDA"); });
+  EXPECT_NE(err.find("'CUDA'"), std::string::npos) << err;
+  EXPECT_NE(err.find("CPU, CPU:n, NULL, DISK:/path"), std::string::npos) << err;
+  EXPECT_THROW(canonicalize_device("cuda:0"), Error);
+  EXPECT_FALSE(device_available("CUDA"));
+}
+
+// the device owns its renderer: CPU and NULL render clang's C with the host's caps; DISK runs no kernels
+TEST(DeviceRenderer, CapsAndOwnership) {
+  const CStyleLanguage& cpu = get_device("CPU").renderer();
+  EXPECT_EQ(&cpu, &get_device("CPU").renderer());  // built once
+  EXPECT_NE(&cpu, &get_device("CPU:1").renderer());
+  EXPECT_EQ(cpu.device, "CPU");
+  EXPECT_TRUE(cpu.has_threads);
+  EXPECT_FALSE(cpu.has_local);
+  EXPECT_FALSE(cpu.has_shared);
+  EXPECT_TRUE(cpu.tensor_cores.empty());
+  EXPECT_GE(cpu.global_max[0], 1);
+  EXPECT_TRUE(cpu.vector_width == 8 || cpu.vector_width == 16) << cpu.vector_width;
+  // the bfloat16 probe: clang's own __bf16 where this clang compiles it, else the software type
+  bool native = true;
+  try {
+    get_device("CPU").compile("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+  } catch (const Error&) {
+    native = false;
+  }
+  auto bf16 = cpu.type_map.find(DTypeId::bfloat16);
+  EXPECT_EQ(bf16 != cpu.type_map.end() && bf16->second == "unsigned short", !native);
+  EXPECT_EQ(get_device("NULL").renderer().vector_width, cpu.vector_width);
+  std::string err = error_of([] { get_device("DISK:/tmp/x").renderer(); });
+  EXPECT_NE(err.find("/tmp/x) cannot run kernels"), std::string::npos) << err;
 }
 
 TEST(DeviceName, DefaultFromEnv) {

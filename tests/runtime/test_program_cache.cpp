@@ -3,12 +3,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/diskcache.h"
-#include "engine/program_cache.h"
+#include "rt_test_util.h"
 #include "runtime/buffer.h"
 #include "runtime/clang.h"
+#include "runtime/program_cache.h"
 #include "tg/error.h"
-#include "rt_test_util.h"
+#include "util/diskcache.h"
 #include "util/process.h"
 
 using namespace tg;
@@ -40,14 +40,14 @@ TEST(ProgramCache, SecondCompileIsAHit) {
   ScopedEnv lvl("CACHELEVEL", std::nullopt);
   Device& d = get_device("CPU");
   uint64_t before = clang_invocations();
-  std::string a = compile_cached(d, kernel_src(11));
+  std::string a = d.compile_cached(kernel_src(11));
   EXPECT_EQ(clang_invocations(), before + 1);
-  std::string b = compile_cached(d, kernel_src(11));
+  std::string b = d.compile_cached(kernel_src(11));
   EXPECT_EQ(clang_invocations(), before + 1);
   EXPECT_EQ(a, b);
   EXPECT_EQ(run_it(b), 11);
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "sub" / "cache.db"));
-  compile_cached(d, kernel_src(12));  // other source, other key
+  d.compile_cached(kernel_src(12));  // other source, other key
   EXPECT_EQ(clang_invocations(), before + 2);
   EXPECT_NE(program_cache_key("clang 14 -O2", "x"), program_cache_key("clang 14 -O3", "x"));
 }
@@ -61,16 +61,16 @@ TEST(ProgramCache, ABadStoredBinaryIsReplaced) {
   std::string src = kernel_src(41), key = program_cache_key(d.compiler_key(), src);
   diskcache_put("compile", key, d.compile("void not_k(void) {}\n"));  // a valid library without the kernel `k`
   try {
-    d.load("k", compile_cached(d, src));
+    d.load("k", d.compile_cached(src));
     ADD_FAILURE() << "loaded a kernel the binary does not hold";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no kernel named 'k'"), std::string::npos) << e.what();
   }
   uint64_t before = clang_invocations();
-  auto p = load_cached(d, "k", src);
+  auto p = d.load_cached("k", src);
   EXPECT_EQ(clang_invocations(), before + 1);
   EXPECT_EQ(run_it(*diskcache_get("compile", key)), 41);
-  load_cached(d, "k", src);
+  d.load_cached("k", src);
   EXPECT_EQ(clang_invocations(), before + 1);
 }
 
@@ -80,8 +80,8 @@ TEST(ProgramCache, CacheLevelZeroBypasses) {
   ScopedEnv lvl("CACHELEVEL", "0");
   Device& d = get_device("CPU");
   uint64_t before = clang_invocations();
-  compile_cached(d, kernel_src(21));
-  EXPECT_EQ(run_it(compile_cached(d, kernel_src(21))), 21);
+  d.compile_cached(kernel_src(21));
+  EXPECT_EQ(run_it(d.compile_cached(kernel_src(21))), 21);
   EXPECT_EQ(clang_invocations(), before + 2);
   EXPECT_FALSE(diskcache_get("compile", "anything"));
 }
@@ -97,8 +97,8 @@ TEST(ProgramCache, CorruptDbFallsBackToCompiling) {
   ScopedEnv lvl("CACHELEVEL", std::nullopt);
   Device& d = get_device("CPU");
   uint64_t before = clang_invocations();
-  EXPECT_EQ(run_it(compile_cached(d, kernel_src(31))), 31);
-  EXPECT_EQ(run_it(compile_cached(d, kernel_src(31))), 31);
+  EXPECT_EQ(run_it(d.compile_cached(kernel_src(31))), 31);
+  EXPECT_EQ(run_it(d.compile_cached(kernel_src(31))), 31);
   EXPECT_EQ(clang_invocations(), before + 2);
   EXPECT_GT(diskcache_stats().errors, 0u);
 }
@@ -113,7 +113,7 @@ TEST(ProgramCache, NullDeviceIsNotCached) {
   TempDir dir;
   ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
   auto before = diskcache_stats();
-  EXPECT_EQ(compile_cached(get_device("NULL"), "anything"), "");
+  EXPECT_EQ(get_device("NULL").compile_cached("anything"), "");
   EXPECT_EQ(diskcache_stats().puts, before.puts);
 }
 

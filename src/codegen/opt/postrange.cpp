@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include "codegen/opt/search.h"
 #include "codegen/simplify.h"
 #include "uop/movement.h"
 #include "uop/pattern_helpers.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -60,11 +59,12 @@ int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val
 // ***** 1. postrange.py: the Scheduler and apply_opts *****
 
 RendererCaps caps_of(const CStyleLanguage& ren) {
+  const Settings& s = settings();
   RendererCaps c;
   c.vector_width = ren.simd_vectors() ? ren.vector_width : 0;
-  c.has_local = false, c.has_threads = getenv_int("THREADS", 1) != 0, c.has_shared = false;
-  static const int64_t ncpu = std::max<int64_t>(1, std::thread::hardware_concurrency());  // glibc reads sysfs on every call
-  c.global_max0 = getenv_int("NUM_CPU_THREADS", ncpu);
+  c.has_local = ren.has_local, c.has_threads = ren.has_threads && s.THREADS != 0, c.has_shared = ren.has_shared;
+  c.global_max0 = ren.has_threads ? s.NUM_CPU_THREADS : ren.global_max[0];
+  c.shared_max = ren.shared_max;
   return c;
 }
 
@@ -444,10 +444,10 @@ UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
   const KernelInfo* ki = kernel_info(ast);
   if (ki && ki->opts_to_apply) {
     for (auto& o : *ki->opts_to_apply) k.apply_opt(o);
-  } else if (int64_t beam = getenv_int("BEAM", 0); beam >= 1) {
+  } else if (int64_t beam = settings().BEAM; beam >= 1) {
     k = beam_search(k, ren, int(beam));
     apply_threads(k);  // timed on a busy machine, the search can miss that a big kernel wants every core
-  } else if (!getenv_int("NOOPT", 0) && (!ki || ki->applied_opts.empty())) {
+  } else if (!settings().NOOPT && (!ki || ki->applied_opts.empty())) {
     bool staged = false;
     for (auto& u : ast.toposort()) staged |= u.op() == STAGE;
     if (!staged) k = hand_coded_optimizations(k);

@@ -14,13 +14,14 @@ struct KernelOptError : Error {
   using Error::Error;
 };
 
-struct RendererCaps {  // what tinygrad's Renderer says about the target, for opts and gpudims
+struct RendererCaps {  // the renderer's caps (renderer/renderer.h) under the current settings, for opts and gpudims
   bool has_local = false, has_threads = true, has_shared = false;
   int64_t global_max0 = 1;  // threads (CPU) or the first global dim's limit
   int64_t shared_max = 32768;
   int64_t vector_width = 0;  // floats per vector register where SIMD=1 shapes CPU kernels (simd_upcast's lanes)
 };
-RendererCaps caps_of(const CStyleLanguage& ren);  // ClangRenderer: threads up to NUM_CPU_THREADS (default: the core count)
+// ren's caps narrowed by the settings: THREADS=0 drops threads, NUM_CPU_THREADS sets their count, SIMD=0 the vector width
+RendererCaps caps_of(const CStyleLanguage& ren);
 
 class Scheduler {
  public:

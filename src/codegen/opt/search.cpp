@@ -10,18 +10,19 @@
 #include <sstream>
 
 #include "codegen/pipeline.h"
-#include "engine/diskcache.h"
 #include "runtime/device.h"
-#include "util/env.h"
+#include "util/diskcache.h"
+#include "util/settings.h"
 #include "util/sha256.h"
 
 namespace tg {
 
 namespace {
 
-// tinygrad's list, less tensor cores (no renderer here has them); the rest is refused by apply_opt where unsupported
+// tinygrad's list, less tensor cores (no renderer here has them); the rest is refused by apply_opt where unsupported.
+// One list per (BEAM_PADTO, NOLOCALS)
 const std::vector<Opt>& actions() {
-  static const std::vector<Opt> a = [] {
+  static const auto make = [](bool padto, bool nolocals) {
     std::vector<Opt> r;
     auto add = [&](OptOps op, std::initializer_list<int64_t> amts, int64_t axes) {
       for (int64_t amt : amts) for (int64_t axis = 0; axis < axes; axis++) r.push_back(Opt{op, axis, Arg(amt)});
@@ -31,14 +32,15 @@ const std::vector<Opt>& actions() {
     add(OptOps::LOCAL, {2, 3, 4, 8, 13, 16, 29}, 6);
     add(OptOps::GROUPTOP, {13, 16, 28, 29, 32, 49, 64, 256}, 3);
     add(OptOps::GROUP, {0, 4, 8, 16}, 3);
-    if (getenv_int("BEAM_PADTO", 0)) add(OptOps::PADTO, {32}, 7);
+    if (padto) add(OptOps::PADTO, {32}, 7);
     r.push_back(Opt{OptOps::LOCAL, 0, Arg(int64_t(32))}), r.push_back(Opt{OptOps::LOCAL, 6, Arg(int64_t(2))});
     for (int64_t a0 = 0; a0 < 5; a0++) for (int64_t a1 = a0 + 1; a1 < 5; a1++) r.push_back(Opt{OptOps::SWAP, a0, Arg(a1)});
     add(OptOps::THREAD, {2, 3, 4, 5, 8, 12, 16, 24, 32, 64}, 3);
-    if (getenv_int("NOLOCALS", 0)) r.push_back(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
+    if (nolocals) r.push_back(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
     return r;
-  }();
-  return a;
+  };
+  static const std::vector<Opt> lists[4] = {make(false, false), make(false, true), make(true, false), make(true, true)};
+  return lists[(settings().BEAM_PADTO != 0) * 2 + (settings().NOLOCALS != 0)];
 }
 
 // the opts as "OP axis arg;..." (every arg of the action list is an int): the disk cache's value
@@ -109,7 +111,7 @@ std::string time_str(double s) {
 }  // namespace
 
 std::map<int, Scheduler> get_kernel_actions(const Scheduler& s, bool include_0, int64_t max_up) {
-  if (max_up < 0) max_up = getenv_int("BEAM_UPCAST_MAX", 256);
+  if (max_up < 0) max_up = settings().BEAM_UPCAST_MAX;
   std::map<int, Scheduler> acted;
   if (include_0) acted.emplace(0, s);
   const auto& acts = actions();
@@ -146,8 +148,9 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   if (device.empty()) device = "CPU";
   if (device != "CPU") return s;  // NULL renders only; DISK runs no kernels
   std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|" + device;
-  bool use_cache = getenv_int("CACHELEVEL", 1) >= 1;
-  if (use_cache && !getenv_int("IGNORE_BEAM_CACHE", 0))
+  const Settings& set = settings();
+  bool use_cache = set.CACHELEVEL >= 1;
+  if (use_cache && !set.IGNORE_BEAM_CACHE)
     if (auto val = diskcache_get("beam_search", key))
       if (auto opts = parse_opts(*val); opts && opts->size() >= s.applied_opts.size()) {
         try {
@@ -159,9 +162,9 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
 
   Device& dev = get_device(device);
   Bench bench(dev, s.ast);
-  const double inf = std::numeric_limits<double>::infinity(), min_progress = double(getenv_int("BEAM_MIN_PROGRESS_NS", 10)) * 1e-9;
-  int beam_debug = int(getenv_int("BEAM_DEBUG", 0)), dbg = debug_level();
-  size_t jobs = size_t(std::max<int64_t>(1, s.ren.global_max0));
+  const double inf = std::numeric_limits<double>::infinity(), min_progress = double(set.BEAM_MIN_PROGRESS_NS) * 1e-9;
+  int beam_debug = int(set.BEAM_DEBUG), dbg = int(set.DEBUG);
+  size_t jobs = size_t(std::max<int64_t>(1, set.NUM_CPU_THREADS));  // compiles run on the host
   std::vector<std::pair<Scheduler, double>> beam{{s, inf}};
   std::set<std::string> seen_srcs;
   auto st = std::chrono::steady_clock::now();

@@ -1,4 +1,4 @@
-#include "engine/diskcache.h"
+#include "util/diskcache.h"
 
 #include <sqlite3.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -29,14 +29,14 @@ struct Db {
     stats.errors++;
     int rc = db ? sqlite3_errcode(db) : SQLITE_CANTOPEN;
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return;  // try again next time
-    if (!broken && debug_level() >= 1)
+    if (!broken && settings().DEBUG >= 1)
       std::fprintf(stderr, "tinygrad.cpp: disk cache %s disabled (%s: %s)\n", path.c_str(), what, db ? sqlite3_errmsg(db) : "cannot open");
     broken = true;
     close();
   }
   // the open connection for the current $CACHEDB, or nullptr
   sqlite3* get() {
-    std::string want = cachedb_path();
+    const std::string& want = cachedb_path();
     if (want != path) close(), path = want, broken = false;
     if (db || broken) return db;
     std::error_code ec;
@@ -64,15 +64,10 @@ std::string table_name(std::string_view table) { return "\"" + std::string(table
 
 }  // namespace
 
-std::string cachedb_path() {
-  if (std::string p = getenv_str("CACHEDB"); !p.empty()) return p;
-  std::string base = getenv_str("XDG_CACHE_HOME");
-  if (base.empty()) base = getenv_str("HOME", "/tmp") + "/.cache";
-  return base + "/tinygrad.cpp/cache.db";
-}
+const std::string& cachedb_path() { return settings().CACHEDB; }
 
 std::optional<std::string> diskcache_get(std::string_view table, std::string_view key) {
-  if (getenv_int("CACHELEVEL", 2) < 1) return std::nullopt;
+  if (settings().CACHELEVEL < 1) return std::nullopt;
   Db& d = the_db();
   std::lock_guard lk(d.mu);
   sqlite3* db = d.get();
@@ -99,7 +94,7 @@ std::optional<std::string> diskcache_get(std::string_view table, std::string_vie
 }
 
 void diskcache_put(std::string_view table, std::string_view key, std::string_view val) {
-  if (getenv_int("CACHELEVEL", 2) < 1) return;
+  if (settings().CACHELEVEL < 1) return;
   Db& d = the_db();
   std::lock_guard lk(d.mu);
   sqlite3* db = d.get();

@@ -9,7 +9,8 @@
 
 namespace tg {
 
-std::string cachedb_path();
+// settings().CACHEDB: $CACHEDB, else $XDG_CACHE_HOME (or ~/.cache) + /tinygrad.cpp/cache.db
+const std::string& cachedb_path();
 // the stored value, or nullopt when absent, disabled or unreadable
 std::optional<std::string> diskcache_get(std::string_view table, std::string_view key);
 // stores (replaces) the value; silently does nothing when disabled or unwritable
