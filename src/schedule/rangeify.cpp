@@ -51,7 +51,8 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   int64_t rsize = prod(reduce.shape());
   if (rsize == 0) return UOp();
   const Shape& xs = x.shape();
-  if (!getenv_int("SPLIT_REDUCEOP", 1) || prod(xs) / rsize < getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768)) return UOp();
+  const Settings& st = settings();
+  if (!st.SPLIT_REDUCEOP || prod(xs) / rsize < st.REDUCEOP_SPLIT_THRESHOLD) return UOp();
   // which axes of x are real (not expanded): index x with ranges, push the index through its movement ops
   std::vector<UOp> rngs;
   for (size_t i = 0; i < xs.size(); i++) rngs.push_back(xs[i] > 1 ? UOp::range(xs[i], int64_t(i)) : cint(0));
@@ -61,7 +62,7 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   int64_t naxes = reduce.arg().ints()[1];
   std::optional<std::pair<int64_t, int64_t>> split;
   for (int64_t i = 0; i < naxes && !split; i++)
-    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << getenv_int("REDUCEOP_SPLIT_SIZE", 22)) / rsize); d >= 8 && !split; d--)
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << st.REDUCEOP_SPLIT_SIZE) / rsize); d >= 8 && !split; d--)
       if (xs[i] % d == 0 && has(range_nums, i)) split = {i, d};
   if (!split) return UOp();
   auto [dim, divisor] = *split;
@@ -353,7 +354,7 @@ const PatternMatcher& pm_remove_bufferize() {
 
 UOp get_kernel_graph(const UOp& sink) {
   // DEBUG_RANGEIFY=1 prints the graph after each pass
-  bool dbg = getenv_int("DEBUG_RANGEIFY", 0) > 0;
+  bool dbg = settings().DEBUG_RANGEIFY > 0;
   auto show = [&](const char* pass, const UOp& g) { if (dbg) std::fprintf(stderr, "*** %s\n%s\n", pass, g.str().c_str()); };
   static const PatternMatcher earliest = pm_mops() + earliest_rewrites();
   UOp tsink = graph_rewrite(sink, earliest, RewriteOpts{.bottom_up = true});
