@@ -165,8 +165,6 @@ std::string pyformat(const std::string& f, const std::vector<std::string>& args)
   return out;
 }
 
-const DTypeSet kFloats = dtypes::floats();
-
 PatternMatcher base_rewrite() {
   UPat c = UPat::cvar("c");
   auto castc = [&](DTypeSet dts) { return UPat(CAST, dts, {c}, {}, "x"); };
@@ -197,7 +195,7 @@ PatternMatcher base_rewrite() {
         uint32_t bits = std::isnan(f) ? 0x7fc0u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
         return emit(m, "((unsigned short)" + std::to_string(bits) + "u)");
       },
-      castc(kFloats) >> [](M m) -> UOp {
+      castc(dtypes::floats()) >> [](M m) -> UOp {
         double v = m["c"].val().as_double();
         if (std::isfinite(v)) return {};
         const CStyleLanguage& r = rn(m);

@@ -24,7 +24,7 @@ U V(std::string n, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
 U F(const U& inner, OpSet op, std::string name = {}, bool any_len = false, std::optional<Arg> arg = {}) {
   return U(op, {}, {inner}, std::move(arg), std::move(name), any_len);
 }
-const U invalid_pat = U(CONST, {}, {}, Arg(ConstVal::invalid()), "i");
+U invalid_pat() { return U(CONST, {}, {}, Arg(ConstVal::invalid()), "i"); }
 
 UOp cint(int64_t v) { return UOp::const_(v); }
 std::vector<UOp> tail(std::span<const UOp> s, size_t from) { return {s.begin() + std::min(from, s.size()), s.end()}; }
@@ -193,7 +193,7 @@ UOp expand_bitcast(const UOp& bc) {
   return bitcast_to(st.permute(perm).flatten(-2).cast(new_uint), bc.dtype());
 }
 
-const OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
+constexpr OpSet ALWAYS_RUN_OPS{CONTIGUOUS, NOOP};
 }  // namespace
 
 const PatternMatcher& pm_inline_functions() {
@@ -315,7 +315,7 @@ const PatternMatcher& pm_reduce_collapse() {
         UOp lo = lower ? lower.maximum(cint(0)) : UOp::const_(int64_t(0), r.dtype());
         return (hi - lo).maximum(cint(0)).minimum(r.src(0)) * val;
       },
-      U(REDUCE, {}, {V("cond").where(V("x"), invalid_pat)}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
+      U(REDUCE, {}, {V("cond").where(V("x"), invalid_pat())}, Arg{int64_t(ADD), 0}, "r", true) >> [](M m) {
         if (!no_range(m["cond"])) return UOp();
         return m["cond"].where(m["x"].reduce(tail(m["r"].src(), 1), ADD), m["i"]);
       },

@@ -15,7 +15,7 @@ using U = UPat;
 U V(std::string n = {}, DTypeSet d = {}) { return UPat::var(std::move(n), d); }
 U C(std::string n = {}, DTypeSet d = {}) { return UPat::cvar(std::move(n), d); }
 U K(ConstVal v, DTypeSet d = {}) { return UPat::cnst(v, d); }
-const DTypeSet BOOL{dtypes::bool_}, WINT{dtypes::weakint};
+constexpr DTypeSet BOOL{dtypes::bool_}, WINT{dtypes::weakint};
 DTypeSet ints_w() { return dtypes::ints() | WINT; }
 DTypeSet ints_bool_w() { return dtypes::ints() | BOOL | WINT; }
 int64_t ival(const UOp& c) { return c.val().as_int(); }

@@ -19,12 +19,12 @@ namespace tg {
 // a set of dtypes as a bitmask; empty means any
 struct DTypeSet {
   uint32_t bits = 0;
-  DTypeSet() = default;
-  DTypeSet(DType d) : bits(1u << unsigned(d.id)) {}
-  DTypeSet(std::initializer_list<DType> ds) { for (DType d : ds) bits |= 1u << unsigned(d.id); }
-  bool any() const { return bits == 0; }
-  bool has(DType d) const { return bits >> unsigned(d.id) & 1; }
-  DTypeSet operator|(DTypeSet o) const { DTypeSet r; r.bits = bits | o.bits; return r; }
+  constexpr DTypeSet() = default;
+  constexpr DTypeSet(DType d) : bits(1u << unsigned(d.id)) {}
+  constexpr DTypeSet(std::initializer_list<DType> ds) { for (DType d : ds) bits |= 1u << unsigned(d.id); }
+  constexpr bool any() const { return bits == 0; }
+  constexpr bool has(DType d) const { return bits >> unsigned(d.id) & 1; }
+  constexpr DTypeSet operator|(DTypeSet o) const { DTypeSet r; r.bits = bits | o.bits; return r; }
   DType first() const { return DType(DTypeId(__builtin_ctz(bits))); }
 };
 namespace dtypes {
