@@ -12,6 +12,7 @@
 #include "renderer/cstyle.h"
 #include "uop/args.h"
 #include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -80,24 +81,19 @@ struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
-// per device and opts setting (BEAM, NOOPT, SIMD), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
+// per device and opts setting (BEAM, NOOPT, SIMD), keyed by the AST node (the key keeps it alive; equal ASTs are the same
+// node). Bounded (util/lru.h): a kernel with a new constant is a new AST, and an evicted program is unloaded
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
-  static std::unordered_map<std::string, std::unordered_map<int64_t, std::unordered_map<UOp, Lowered>>> cache;
+  static std::unordered_map<std::string, std::unordered_map<int64_t, LruMap<UOp, Lowered>>> cache;
   auto& per_dev = cache[device][getenv_int("BEAM", 0) * 4 + (getenv_int("NOOPT", 0) != 0) * 2 + simd_kernels()];
-  auto [it, added] = per_dev.try_emplace(ast);
   engine_stats().program_lookups++;
-  if (added) {
-    engine_stats().programs_built++;
-    try {
-      Device& dev = get_device(device);
-      it->second.spec = to_program(ast, renderer_for(device));
-      it->second.prg = load_cached(dev, it->second.spec->kernel.entry_name, it->second.spec->kernel.src);
-    } catch (...) {
-      per_dev.erase(it);
-      throw;
-    }
-  }
-  return it->second;
+  if (Lowered* l = per_dev.find(ast)) return *l;
+  engine_stats().programs_built++;
+  Device& dev = get_device(device);
+  Lowered l;
+  l.spec = to_program(ast, renderer_for(device));
+  l.prg = load_cached(dev, l.spec->kernel.entry_name, l.spec->kernel.src);
+  return per_dev.insert(ast, std::move(l));
 }
 
 struct Stats {

@@ -13,6 +13,7 @@
 #include "schedule/schedule.h"
 #include "uop/args.h"
 #include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -141,9 +142,10 @@ UOp create_schedule(const UOp& sched_sink) {
 namespace {
 
 // keyed by the function node itself: hash-consing makes an equal graph the same node, and the key keeps it alive, so
-// a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph)
-std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
-  static std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash> c;
+// a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph).
+// Bounded (util/lru.h): a kernel graph with a new constant is a new key
+LruMap<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
+  static LruMap<ScheduleKey, UOp, ScheduleKeyHash> c;
   return c;
 }
 
@@ -152,11 +154,11 @@ UOp lower_sink_to_linear(const UOp& function) {
   bool scache = getenv_int("SCACHE", 1) != 0, hit = false;
   UOp linear;
   ScheduleKey key = ScheduleKey::of(function);
-  if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
+  if (UOp* c = scache ? schedule_cache().find(key) : nullptr) linear = *c, hit = true;
   else {
     engine_stats().schedule_cache_misses++;
     linear = create_schedule(get_kernel_graph(function));
-    if (scache) schedule_cache()[key] = linear;
+    if (scache) schedule_cache().insert(key, linear);
   }
   if ((debug_level() >= 1 && linear.src().size() > 1) || debug_level() >= 3) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();
