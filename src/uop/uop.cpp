@@ -198,8 +198,7 @@ constexpr uint32_t POOLED_SRCS = 4;
 std::vector<void*>* free_nodes() { static auto* f = new std::vector<void*>[POOLED_SRCS + 1]; return f; }
 void* alloc_node(uint32_t nsrc) {
   if (nsrc <= POOLED_SRCS) {
-    std::vector<void*>& f = free_nodes()[nsrc];
-    if (!f.empty()) {
+    if (std::vector<void*>& f = free_nodes()[nsrc]; !f.empty()) {
       void* m = f.back();
       f.pop_back();
       return m;
@@ -208,8 +207,10 @@ void* alloc_node(uint32_t nsrc) {
   return ::operator new(sizeof(UOpNode) + nsrc * sizeof(UOp));
 }
 void free_node(void* m, uint32_t nsrc) {
-  if (nsrc <= POOLED_SRCS && free_nodes()[nsrc].size() < 65536) free_nodes()[nsrc].push_back(m);
-  else ::operator delete(m);
+  if (nsrc <= POOLED_SRCS) {
+    if (std::vector<void*>& f = free_nodes()[nsrc]; f.size() < 65536) return f.push_back(m);
+  }
+  ::operator delete(m);
 }
 
 constinit bool releasing = false;
