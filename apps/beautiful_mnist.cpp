@@ -109,8 +109,9 @@ int main(int argc, char** argv) try {
   const bool tty = isatty(fileno(stdout));
   auto shown = t0;
   for (int64_t step = 0; step < o.steps; step++) {
-    // cosine decay of the learning rate to zero over the run (a jitted step reads lr from its buffer)
-    if (o.cosine) opt.lr.assign(Tensor::full({1}, o.lr * 0.5 * (1 + std::cos(M_PI * double(step) / double(o.steps))), tg::dtypes::float32)).realize();
+    // cosine decay of the learning rate to zero over the run (a jitted step reads lr from its buffer). The value comes
+    // from the host, as tinygrad's Tensor([lr]): a Tensor::full of it would be a new kernel to compile every step
+    if (o.cosine) opt.lr.assign(Tensor::from_vector<float>({float(o.lr * 0.5 * (1 + std::cos(M_PI * double(step) / double(o.steps))))})).realize();
     for (int64_t b = 0; b < o.bs; b++) {
       int64_t i = pick(rng);
       std::memcpy(&xb[size_t(b) * 784], &X[size_t(i) * 784], 784), yb[size_t(b)] = Y[size_t(i)];

@@ -2,7 +2,8 @@
 // tg::nn::optim: tinygrad's optimizers. SGD is LARS without the trust ratio, Adam and AdamW are LAMB without it.
 // step() realizes the update (it needs tg::training(), as tinygrad's TRAINING); schedule_step() returns the tensors to
 // realize instead, so a training step can realize loss and update together (or inside a TinyJit). The learning rate is
-// a 1-element tensor: `opt.lr.assign(Tensor::full({1}, 1e-4))` changes it, also for a captured step.
+// a 1-element tensor: `opt.lr.assign(Tensor::from_vector<float>({1e-4f}))` changes it, also for a captured step (a host
+// value: the same copy every time, where each new value of a Tensor::full would be a new kernel to compile).
 //
 //   auto opt = tg::nn::optim::Adam(tg::nn::state::get_parameters(model), 1e-3);
 //   { tg::Context train({{"TRAINING", 1}}); opt.zero_grad(); loss.backward(); opt.step(); }

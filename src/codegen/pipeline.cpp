@@ -23,7 +23,8 @@
 #include "uop/nodemap.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
-#include "util/settings.h"
+#include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -269,14 +270,16 @@ Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing
 
 std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const ProgramSpec>> cache;
+  // bounded (a kernel with a new constant is a new key), but larger than the runtime's program cache: its entries are
+  // only source text, and a program evicted there is lowered again here without rendering (or printing) it again
+  static LruMap<std::string, std::shared_ptr<const ProgramSpec>> cache(8);
   if (ast.op() != Ops::SINK || !kernel_info(ast)) throw Error("to_program needs a SINK with a KernelInfo arg, got " + std::string(op_name(ast.op())));
   const auto& k = ast.key();
   std::string key(k.begin(), k.end());
   key += "|" + std::to_string(settings().key()) + "|" + ren.identity();
   {
     std::lock_guard<std::mutex> l(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    if (auto* hit = cache.find(key)) return *hit;
   }
   UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
   auto prg = std::make_shared<ProgramSpec>();
@@ -314,7 +317,8 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   prg->kernel = ren.render_kernel(lst, prg->name, EntryStyle::Runtime);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
   std::lock_guard<std::mutex> l(mu);
-  return cache.emplace(key, std::move(prg)).first->second;
+  if (auto* hit = cache.find(key)) return *hit;  // another thread lowered it meanwhile
+  return cache.insert(key, std::move(prg));
 }
 
 }  // namespace tg

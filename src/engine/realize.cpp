@@ -8,7 +8,8 @@
 
 #include "util/stats.h"
 #include "uop/args.h"
-#include "util/settings.h"
+#include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -62,24 +63,19 @@ struct Lowered {
   std::shared_ptr<const ProgramSpec> spec;
   std::shared_ptr<Program> prg;  // shared with the JIT launches that replay it
 };
-// per device and settings().key(), keyed by the AST node (the key keeps it alive; equal ASTs are the same node)
+// per device and settings().key(), keyed by the AST node (the key keeps it alive; equal ASTs are the same node).
+// Bounded (util/lru.h): a kernel with a new constant is a new AST, and an evicted program is unloaded
 Lowered& get_runtime(const std::string& device, const UOp& ast) {
-  static std::unordered_map<std::string, std::unordered_map<uint32_t, std::unordered_map<UOp, Lowered>>> cache;
+  static std::unordered_map<std::string, std::unordered_map<uint32_t, LruMap<UOp, Lowered>>> cache;
   auto& per_dev = cache[device][settings().key()];
-  auto [it, added] = per_dev.try_emplace(ast);
   engine_stats().program_lookups++;
-  if (added) {
-    engine_stats().programs_built++;
-    try {
-      Device& dev = get_device(device);
-      it->second.spec = to_program(ast, dev.renderer());
-      it->second.prg = dev.load_cached(it->second.spec->kernel.entry_name, it->second.spec->kernel.src);
-    } catch (...) {
-      per_dev.erase(it);
-      throw;
-    }
-  }
-  return it->second;
+  if (Lowered* l = per_dev.find(ast)) return *l;
+  engine_stats().programs_built++;
+  Device& dev = get_device(device);
+  Lowered l;
+  l.spec = to_program(ast, dev.renderer());
+  l.prg = dev.load_cached(l.spec->kernel.entry_name, l.spec->kernel.src);
+  return per_dev.insert(ast, std::move(l));
 }
 
 struct Stats {

@@ -12,19 +12,20 @@
 
 namespace tg {
 
-static std::mutex mu;
-static std::string override_path;
-static std::atomic<uint64_t> invocations{0};
+// constant-initialized or never destroyed: kernels may be compiled from other files' static initializers and destructors
+constinit static std::mutex mu;
+constinit static std::atomic<uint64_t> invocations{0};
+static std::string& override_path() { static auto* p = new std::string(); return *p; }
 
 void set_clang_path(const std::string& path) {
   std::lock_guard lk(mu);
-  override_path = path;
+  override_path() = path;
 }
 
 std::string clang_path() {
   if (const std::string& env = settings().TG_CLANG; !env.empty()) return env;
   std::lock_guard lk(mu);
-  return override_path.empty() ? "clang" : override_path;
+  return override_path().empty() ? "clang" : override_path();
 }
 
 const std::vector<std::string>& clang_flags() {
@@ -50,7 +51,7 @@ static std::string host_cpu() {
 }
 
 std::string clang_identity() {
-  static std::map<std::string, std::string> cache;
+  static auto& cache = *new std::map<std::string, std::string>();
   std::string cc = clang_path();
   {
     std::lock_guard lk(mu);
@@ -58,7 +59,7 @@ std::string clang_identity() {
   }
   ProcessResult r = run_process({cc, "--version"});
   if (!r.started || r.exit_code != 0) throw not_found(cc);
-  static const std::string cpu = host_cpu();
+  static const std::string& cpu = *new std::string(host_cpu());
   std::string id = r.out + "\n" + cpu;
   std::lock_guard lk(mu);
   return cache[cc] = id;

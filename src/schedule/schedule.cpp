@@ -12,7 +12,8 @@
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
 #include "uop/args.h"
-#include "util/settings.h"
+#include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -134,9 +135,10 @@ UOp create_schedule(const UOp& sched_sink) {
 namespace {
 
 // keyed by the function node itself: hash-consing makes an equal graph the same node, and the key keeps it alive, so
-// a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph)
-std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
-  static std::unordered_map<ScheduleKey, UOp, ScheduleKeyHash> c;
+// a hit costs one hash lookup (tinygrad keys by the sha256 of the graph, which it recomputes for each new graph).
+// Bounded (util/lru.h): a kernel graph with a new constant is a new key
+LruMap<ScheduleKey, UOp, ScheduleKeyHash>& schedule_cache() {
+  static LruMap<ScheduleKey, UOp, ScheduleKeyHash> c;
   return c;
 }
 
@@ -145,11 +147,11 @@ UOp lower_sink_to_linear(const UOp& function) {
   bool scache = settings().SCACHE != 0, hit = false;
   UOp linear;
   ScheduleKey key = ScheduleKey::of(function);
-  if (auto it = schedule_cache().find(key); scache && it != schedule_cache().end()) linear = it->second, hit = true;
+  if (UOp* c = scache ? schedule_cache().find(key) : nullptr) linear = *c, hit = true;
   else {
     engine_stats().schedule_cache_misses++;
     linear = create_schedule(get_kernel_graph(function));
-    if (scache) schedule_cache()[key] = linear;
+    if (scache) schedule_cache().insert(key, linear);
   }
   if ((settings().DEBUG >= 1 && linear.src().size() > 1) || settings().DEBUG >= 3) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count();

@@ -16,7 +16,8 @@
 #include "schedule/schedule.h"
 #include "uop/args.h"
 #include "uop/nodemap.h"
-#include "util/settings.h"
+#include "util/env.h"
+#include "util/lru.h"
 
 namespace tg {
 
@@ -46,10 +47,12 @@ struct Template {
   std::vector<Step> steps;                   // the sink last
   std::vector<uint32_t> src_steps, input_steps;  // input_steps[slot]: the step of canonical buffer slot
   std::vector<int64_t> becomes_steps;        // the step of each becomes key, -1 where the key is a Same node's source
+  size_t fingerprint;                        // its bucket
 };
 
-std::unordered_map<ScheduleKey, Template, ScheduleKeyHash>& cache() {
-  static std::unordered_map<ScheduleKey, Template, ScheduleKeyHash> c;
+// bounded: a graph with a new constant is a new structure (util/lru.h)
+LruMap<ScheduleKey, Template, ScheduleKeyHash>& cache() {
+  static LruMap<ScheduleKey, Template, ScheduleKeyHash> c;
   return c;
 }
 
@@ -251,12 +254,15 @@ Scheduled schedule_tensor_graph(const UOp& big_sink) {
     return out;
   };
   ScheduleKey knobs = ScheduleKey::of(UOp());
-  std::vector<Template*>& bucket = buckets()[fingerprint(big_sink, knobs)];
+  size_t fp = fingerprint(big_sink, knobs);
   static std::vector<const UOpNode*> real;
-  for (size_t b = 0; b < bucket.size(); b++) {
+  auto bk = buckets().find(fp);
+  for (size_t b = 0; bk != buckets().end() && b < bk->second.size(); b++) {
+    std::vector<Template*>& bucket = bk->second;
     const Template& tpl = *bucket[b];
     if (tpl.key.settings_key != knobs.settings_key || !match(tpl, big_sink, real)) continue;
     std::rotate(bucket.begin(), bucket.begin() + ptrdiff_t(b), bucket.begin() + ptrdiff_t(b) + 1);
+    cache().find(tpl.key);  // now the most recently used
     std::vector<UOp> inputs;
     for (uint32_t s : tpl.input_steps) inputs.emplace_back(real[s]);
     return done(instantiate(tpl, inputs, [&](size_t i) {
@@ -267,15 +273,21 @@ Scheduled schedule_tensor_graph(const UOp& big_sink) {
   Canonical c = canonicalize(big_sink);
   if (!c.cacheable) return direct();
   ScheduleKey key{c.sink, knobs.settings_key};
-  auto it = cache().find(key);
-  bool hit = it != cache().end();
+  Template* tpl = cache().find(key);
+  bool hit = tpl != nullptr;
   if (!hit) {
     Callified call = transform_to_call(c.sink);
     auto [linear, vars] = create_linear_with_vars(call.call);
-    it = cache().emplace(key, Template{linear, vars, std::move(call.becomes), key, {}, {}, {}, {}}).first;
-    build_steps(it->second);
+    // an evicted template leaves its bucket (and an emptied bucket the map, which may be this one's)
+    tpl = &cache().insert(key, Template{linear, vars, std::move(call.becomes), key, {}, {}, {}, {}, fp}, [](const ScheduleKey&, Template& t) {
+      auto b = buckets().find(t.fingerprint);
+      if (b == buckets().end()) return;
+      std::erase(b->second, &t);
+      if (b->second.empty()) buckets().erase(b);
+    });
+    build_steps(*tpl);
   }
-  Template* tpl = &it->second;
+  std::vector<Template*>& bucket = buckets()[fp];
   std::erase(bucket, tpl);
   bucket.insert(bucket.begin(), tpl);
   if (bucket.size() > bucket_size) bucket.pop_back();

@@ -16,7 +16,7 @@ namespace tg {
 
 namespace {
 std::unordered_set<TensorImpl*>& registry() {
-  static std::unordered_set<TensorImpl*> r;
+  static auto& r = *new std::unordered_set<TensorImpl*>();  // never destroyed: static objects' tensors die after it would
   return r;
 }
 std::string dt_name(DType d) { return std::string(d.name()); }

@@ -193,23 +193,28 @@ Table& table() { static Table* t = new Table(); return *t; }  // never destroyed
 
 // freed nodes with up to 4 sources are kept on free lists by source count and reused (graphs churn small nodes)
 constexpr uint32_t POOLED_SRCS = 4;
-// never destroyed, like the table: nodes may be released during static destruction
-std::vector<void*>* const free_nodes = new std::vector<void*>[POOLED_SRCS + 1];
+// Every global here is a function-local static that is never destroyed (or constant-initialized): nodes are built by
+// other translation units' static initializers (before this file's would run) and released by their destructors.
+std::vector<void*>* free_nodes() { static auto* f = new std::vector<void*>[POOLED_SRCS + 1]; return f; }
 void* alloc_node(uint32_t nsrc) {
-  if (nsrc <= POOLED_SRCS && !free_nodes[nsrc].empty()) {
-    void* m = free_nodes[nsrc].back();
-    free_nodes[nsrc].pop_back();
-    return m;
+  if (nsrc <= POOLED_SRCS) {
+    if (std::vector<void*>& f = free_nodes()[nsrc]; !f.empty()) {
+      void* m = f.back();
+      f.pop_back();
+      return m;
+    }
   }
   return ::operator new(sizeof(UOpNode) + nsrc * sizeof(UOp));
 }
 void free_node(void* m, uint32_t nsrc) {
-  if (nsrc <= POOLED_SRCS && free_nodes[nsrc].size() < 65536) free_nodes[nsrc].push_back(m);
-  else ::operator delete(m);
+  if (nsrc <= POOLED_SRCS) {
+    if (std::vector<void*>& f = free_nodes()[nsrc]; f.size() < 65536) return f.push_back(m);
+  }
+  ::operator delete(m);
 }
 
-bool releasing = false;
-std::vector<const UOpNode*> release_queue;
+constinit bool releasing = false;
+std::vector<const UOpNode*>& release_queue() { static auto* q = new std::vector<const UOpNode*>(); return *q; }
 }  // namespace
 
 size_t live_uops() { return table().size(); }
@@ -218,12 +223,13 @@ static void (*buffer_release_hook)(const UOpNode*) = nullptr;
 void set_buffer_release_hook(void (*hook)(const UOpNode*)) { buffer_release_hook = hook; }
 
 void release_uop(const UOpNode* n) {
-  release_queue.push_back(n);
+  std::vector<const UOpNode*>& queue = release_queue();
+  queue.push_back(n);
   if (releasing) return;
   releasing = true;
-  while (!release_queue.empty()) {
-    const UOpNode* x = release_queue.back();
-    release_queue.pop_back();
+  while (!queue.empty()) {
+    const UOpNode* x = queue.back();
+    queue.pop_back();
     table().erase(x);
     if (x->op == Ops::BUFFER && buffer_release_hook) buffer_release_hook(x);
     UOpNode* m = const_cast<UOpNode*>(x);
@@ -544,18 +550,19 @@ UOp uop_shr(const UOp& a, const UOp& b) { return a.binop(Ops::SHR, b); }
 // ***** 6. graph properties: toposort, key, shape *****
 
 namespace {
-std::vector<UOpNode::Cache*>* const free_caches = new std::vector<UOpNode::Cache*>();  // never destroyed, like free_nodes
+std::vector<UOpNode::Cache*>& free_caches() { static auto* f = new std::vector<UOpNode::Cache*>(); return *f; }  // never destroyed, like free_nodes
 }
 UOpNode::Cache& UOpNode::props() const {
   if (!cache) {
-    if (free_caches->empty()) cache.reset(new Cache());
-    else cache.reset(new (free_caches->back()) Cache()), free_caches->pop_back();
+    std::vector<Cache*>& f = free_caches();
+    if (f.empty()) cache.reset(new Cache());
+    else cache.reset(new (f.back()) Cache()), f.pop_back();
   }
   return *cache;
 }
 void UOpNode::CacheDeleter::operator()(Cache* c) const {
   c->~Cache();
-  if (free_caches->size() < 65536) free_caches->push_back(c);
+  if (std::vector<Cache*>& f = free_caches(); f.size() < 65536) f.push_back(c);
   else ::operator delete(c);
 }
 
