@@ -17,7 +17,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes();  // libasan (gcc sh
 #include "tg/jit.h"
 #include "tg/optim.h"
 #include "tg/state.h"
-#include "engine/stats.h"
+#include "util/stats.h"
 #include "uop/uop.h"
 #include "util/lru.h"
 
