@@ -10,6 +10,8 @@ BUILD=${1:-build}
 bin="$BUILD/bench/overhead"
 [ -x "$bin" ] || { echo "callgrind_overhead.sh: $bin is not built (cmake --build $BUILD --target bench_overhead)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# one kernel thread: a worker spinning for work adds however many instructions the scheduler lets it run
+export NUM_CPU_THREADS=1
 export CACHEDB="$tmp/cache.db"  # one fresh program cache for every run: all runs see the same disk state after the first
 # valgrind cannot run AVX-512 code: kernels are compiled without it (16-wide vectors become two 8-wide ones)
 printf '#!/bin/sh\nexec %s "$@" -mno-avx512f\n' "$(command -v "${TG_CLANG:-clang}")" > "$tmp/clang" && chmod +x "$tmp/clang"

@@ -191,26 +191,33 @@ class Table {
 };
 Table& table() { static Table* t = new Table(); return *t; }  // never destroyed: nodes may outlive static dtors
 
+// Every global here is constant-initialized or a function-local static that is never destroyed: nodes are built by
+// other translation units' static initializers (before this file's would run) and released by their destructors.
+// A free list threaded through the freed blocks themselves: plain data, so constant-initialized and never destroyed,
+// and no guard check on the hot path
+struct FreeList {
+  void* head = nullptr;
+  uint32_t size = 0;
+  void* pop() {
+    void* m = head;
+    if (m) head = *static_cast<void**>(m), size--;
+    return m;
+  }
+  bool push(void* m) {
+    if (size >= 65536) return false;
+    *static_cast<void**>(m) = head, head = m, size++;
+    return true;
+  }
+};
 // freed nodes with up to 4 sources are kept on free lists by source count and reused (graphs churn small nodes)
 constexpr uint32_t POOLED_SRCS = 4;
-// Every global here is a function-local static that is never destroyed (or constant-initialized): nodes are built by
-// other translation units' static initializers (before this file's would run) and released by their destructors.
-std::vector<void*>* free_nodes() { static auto* f = new std::vector<void*>[POOLED_SRCS + 1]; return f; }
+constinit FreeList free_nodes[POOLED_SRCS + 1];
 void* alloc_node(uint32_t nsrc) {
-  if (nsrc <= POOLED_SRCS) {
-    if (std::vector<void*>& f = free_nodes()[nsrc]; !f.empty()) {
-      void* m = f.back();
-      f.pop_back();
-      return m;
-    }
-  }
+  if (void* m = nsrc <= POOLED_SRCS ? free_nodes[nsrc].pop() : nullptr) return m;
   return ::operator new(sizeof(UOpNode) + nsrc * sizeof(UOp));
 }
 void free_node(void* m, uint32_t nsrc) {
-  if (nsrc <= POOLED_SRCS) {
-    if (std::vector<void*>& f = free_nodes()[nsrc]; f.size() < 65536) return f.push_back(m);
-  }
-  ::operator delete(m);
+  if (nsrc > POOLED_SRCS || !free_nodes[nsrc].push(m)) ::operator delete(m);
 }
 
 constinit bool releasing = false;
@@ -550,20 +557,18 @@ UOp uop_shr(const UOp& a, const UOp& b) { return a.binop(Ops::SHR, b); }
 // ***** 6. graph properties: toposort, key, shape *****
 
 namespace {
-std::vector<UOpNode::Cache*>& free_caches() { static auto* f = new std::vector<UOpNode::Cache*>(); return *f; }  // never destroyed, like free_nodes
+constinit FreeList free_caches;
 }
 UOpNode::Cache& UOpNode::props() const {
   if (!cache) {
-    std::vector<Cache*>& f = free_caches();
-    if (f.empty()) cache.reset(new Cache());
-    else cache.reset(new (f.back()) Cache()), f.pop_back();
+    void* m = free_caches.pop();
+    cache.reset(m ? new (m) Cache() : new Cache());
   }
   return *cache;
 }
 void UOpNode::CacheDeleter::operator()(Cache* c) const {
   c->~Cache();
-  if (std::vector<Cache*>& f = free_caches(); f.size() < 65536) f.push_back(c);
-  else ::operator delete(c);
+  if (!free_caches.push(c)) ::operator delete(c);
 }
 
 const std::vector<const UOpNode*>& UOp::topo_nodes() const {

@@ -35,29 +35,6 @@ int64_t resident_bytes() {
 }
 #endif
 
-TEST(Memory, ThousandTrainingStepsHoldSteady) {
-  tg::Tensor::manual_seed(1);
-  tg::BeautifulMnist model;
-  auto opt = tg::nn::optim::Adam(tg::nn::state::get_parameters(model), 1e-3);
-  tg::TinyJit<tg::Tensor> step = tg::jit_train_step(model, opt);
-  const int64_t bs = 2;
-  std::mt19937 rng(0);
-  std::vector<uint8_t> x(bs * 784), y(bs);
-  int64_t after_warmup = 0;
-  for (int i = 0; i < 1000; i++) {
-    for (auto& v : x) v = uint8_t(rng() & 255);
-    for (auto& v : y) v = uint8_t(rng() % 10);
-    float loss = step(tg::Tensor::from_vector(x, {bs, 1, 28, 28}), tg::Tensor::from_vector(y, {bs})).item<float>();
-    ASSERT_TRUE(std::isfinite(loss)) << "step " << i;
-    if (i == 20) after_warmup = resident_bytes();
-  }
-  ASSERT_TRUE(step.is_captured());
-  int64_t grown = resident_bytes() - after_warmup;
-  // a leak of one input pair per step would be 1.6 MB, of one training state per step hundreds of MB
-  EXPECT_LT(grown, int64_t(1) << 20) << "resident set grew by " << grown << " bytes over 980 steps";
-  std::printf("resident set after 20 steps %.1f MB, after 1000 %.1f MB\n", double(after_warmup) / 1e6, double(after_warmup + grown) / 1e6);
-}
-
 struct Counts {
   size_t uops;
   int64_t resident, programs_built, schedule_misses;
@@ -66,8 +43,9 @@ struct Counts {
   }
 };
 
-// the main job's training loop with a learning rate set before every step; the counts after `warmup` and at the end
-std::pair<Counts, Counts> train_with_lr_schedule(int steps, int warmup, const std::function<tg::Tensor(double)>& lr_tensor) {
+// the main job's training loop, with a learning rate set before every step where lr_tensor is given; the counts after
+// `warmup` and at the end
+std::pair<Counts, Counts> train(int steps, int warmup, const std::function<tg::Tensor(double)>& lr_tensor = nullptr) {
   tg::Tensor::manual_seed(1);
   tg::BeautifulMnist model;
   auto opt = tg::nn::optim::Adam(tg::nn::state::get_parameters(model), 1e-3);
@@ -77,9 +55,11 @@ std::pair<Counts, Counts> train_with_lr_schedule(int steps, int warmup, const st
   std::vector<uint8_t> x(bs * 784), y(bs);
   Counts at_warmup{};
   for (int i = 0; i < steps; i++) {
-    double lr = 1e-3 * 0.5 * (1 + std::cos(M_PI * i / steps));  // beautiful_mnist's cosine decay
-    opt.lr.assign(lr_tensor(lr)).realize();
-    EXPECT_FLOAT_EQ(opt.lr.item<float>(), float(lr)) << "step " << i;
+    if (lr_tensor) {
+      double lr = 1e-3 * 0.5 * (1 + std::cos(M_PI * i / steps));  // beautiful_mnist's cosine decay
+      opt.lr.assign(lr_tensor(lr)).realize();
+      EXPECT_FLOAT_EQ(opt.lr.item<float>(), float(lr)) << "step " << i;
+    }
     for (auto& v : x) v = uint8_t(rng() & 255);
     for (auto& v : y) v = uint8_t(rng() % 10);
     float loss = step(tg::Tensor::from_vector(x, {bs, 1, 28, 28}), tg::Tensor::from_vector(y, {bs})).item<float>();
@@ -90,12 +70,20 @@ std::pair<Counts, Counts> train_with_lr_schedule(int steps, int warmup, const st
   return {at_warmup, Counts::now()};
 }
 
+TEST(Memory, ThousandTrainingStepsHoldSteady) {
+  auto [warm, end] = train(1000, 20);
+  int64_t grown = end.resident - warm.resident;
+  // a leak of one input pair per step would be 1.6 MB, of one training state per step hundreds of MB
+  EXPECT_LT(grown, int64_t(1) << 20) << "resident set grew by " << grown << " bytes over 980 steps";
+  std::printf("resident set after 20 steps %.1f MB, after 1000 %.1f MB\n", double(warm.resident) / 1e6, double(end.resident) / 1e6);
+}
+
 // Tensor::full of a new value each step is a new graph, schedule and kernel every step; the caches keyed by them keep
 // only their most recent entries (8 here, so the bound is reached within the warm-up): nothing grows after it
 TEST(Memory, NewConstantLearningRateEveryStepHoldsSteady) {
   size_t saved = tg::cache_capacity();
   tg::set_cache_capacity(8);
-  auto [warm, end] = train_with_lr_schedule(80, 16, [](double lr) { return tg::Tensor::full({1}, lr, tg::dtypes::float32); });
+  auto [warm, end] = train(80, 16, [](double lr) { return tg::Tensor::full({1}, lr, tg::dtypes::float32); });
   tg::set_cache_capacity(saved);
   EXPECT_EQ(end.uops, warm.uops) << "live UOp nodes grew over 64 steps: a cache keeps every learning rate's graph";
   // each step leaked about 18 KB (a loaded program, its source and graphs) when the caches were unbounded
@@ -104,7 +92,7 @@ TEST(Memory, NewConstantLearningRateEveryStepHoldsSteady) {
 
 // a host value (tinygrad's Tensor([lr])) is an input buffer: the same graph every step, scheduled and compiled once
 TEST(Memory, HostLearningRateEveryStepBuildsNothing) {
-  auto [warm, end] = train_with_lr_schedule(60, 5, [](double lr) { return tg::Tensor::from_vector<float>({float(lr)}); });
+  auto [warm, end] = train(60, 5, [](double lr) { return tg::Tensor::from_vector<float>({float(lr)}); });
   EXPECT_EQ(end.programs_built, warm.programs_built);
   EXPECT_EQ(end.schedule_misses, warm.schedule_misses);
   EXPECT_EQ(end.uops, warm.uops);
