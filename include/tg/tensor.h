@@ -1,7 +1,8 @@
 #pragma once
 // tg::Tensor: tinygrad's lazy Tensor. Every op builds the same UOp graph tinygrad's Tensor builds; nothing runs until
 // data is read or realize() is called. A Tensor is a handle: copies share one tensor (as Python names share one object),
-// so assign() and realize() are seen through every copy. Names are tinygrad's, in snake_case.
+// so assign() and realize() are seen through every copy. Names are tinygrad's, in snake_case; a name that is a C++ keyword
+// or type gets a trailing underscore (float_, int_, bool_, double_, long_, short_).
 //
 //   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
 //   Tensor b = (a + 1).relu().sum(1);           // nothing computed yet
