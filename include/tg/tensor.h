@@ -1,7 +1,8 @@
 #pragma once
 // tg::Tensor: tinygrad's lazy Tensor. Every op builds the same UOp graph tinygrad's Tensor builds; nothing runs until
 // data is read or realize() is called. A Tensor is a handle: copies share one tensor (as Python names share one object),
-// so assign() and realize() are seen through every copy. Names are tinygrad's, in snake_case.
+// so assign() and realize() are seen through every copy. Names are tinygrad's, in snake_case; a name that is a C++ keyword
+// or type gets a trailing underscore (float_, int_, bool_, double_, long_, short_).
 //
 //   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
 //   Tensor b = (a + 1).relu().sum(1);           // nothing computed yet
@@ -167,6 +168,16 @@ class Tensor {
   Tensor& assign(const Tensor& x);  // tinygrad's assign: STORE+AFTER into this tensor's buffer
   template <class T> requires std::is_arithmetic_v<T> Tensor& assign(T v) { return assign(Tensor(v, dtype())); }
   Tensor& replace(const Tensor& x);
+  // in-place operators, as tinygrad's __iadd__...: assign(op(x)) into this tensor (the result must keep its dtype)
+  Tensor& operator+=(const Tensor& x) { return assign(add(x)); }
+  Tensor& operator-=(const Tensor& x) { return assign(sub(x)); }
+  Tensor& operator*=(const Tensor& x) { return assign(mul(x)); }
+  Tensor& operator/=(const Tensor& x) { return assign(div(x)); }
+  Tensor& operator&=(const Tensor& x) { return assign(bitwise_and(x)); }
+  Tensor& operator|=(const Tensor& x) { return assign(bitwise_or(x)); }
+  Tensor& operator^=(const Tensor& x) { return assign(bitwise_xor(x)); }
+  Tensor& operator<<=(const Tensor& x) { return assign(lshift(x)); }
+  Tensor& operator>>=(const Tensor& x) { return assign(rshift(x)); }
 
   // ** elementwise (broadcasting, tinygrad's dtype promotion; a C++ number is a weak literal) **
   Tensor add(const Tensor& x, bool reverse = false) const;
@@ -177,6 +188,7 @@ class Tensor {
   Tensor div(const Tensor& x, const char* rounding_mode, bool reverse = false) const { return div(x, std::string(rounding_mode), reverse); }
   Tensor idiv(const Tensor& x, bool reverse = false) const;  // Python's //: div(x, "floor")
   Tensor mod(const Tensor& x, bool reverse = false) const;
+  Tensor fmod(const Tensor& x) const;  // C's remainder: the sign follows self (mod's follows x)
   Tensor pow(const Tensor& x, bool reverse = false) const;
   template <class T> requires std::is_arithmetic_v<T> Tensor pow(T x) const {
     if (!least_upper_dtype({dtype(), Tensor(x).dtype()}).is_float() && !(std::is_integral_v<T> && x >= 0))
@@ -186,6 +198,10 @@ class Tensor {
   Tensor maximum(const Tensor& x) const;
   Tensor minimum(const Tensor& x) const;
   Tensor where(const Tensor& x, const Tensor& y) const;  // self is the condition
+  Tensor copysign(const Tensor& other) const;             // |self| with the sign of other (-0.0 counts as negative)
+  Tensor logaddexp(const Tensor& other) const;            // log(exp(self) + exp(other)), computed stably
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;  // self + (end - self) * weight; uint8 in 7-bit fixed point
+  Tensor lerp(const Tensor& end, double weight) const;
   Tensor lt(const Tensor& x) const;
   Tensor gt(const Tensor& x) const;
   Tensor le(const Tensor& x) const;
@@ -207,9 +223,20 @@ class Tensor {
   Tensor exp2() const;
   Tensor log() const;
   Tensor log2() const;
+  Tensor log10() const;
   Tensor sin() const;
   Tensor cos() const;
   Tensor tan() const;
+  // polynomial approximations as tinygrad's (Abramowitz & Stegun 4.4.46 for asin, 7.1.26 for erf): |error| < 2e-7
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor erf() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor atanh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
   Tensor abs() const;
   Tensor sign() const;
   Tensor trunc() const;
@@ -219,16 +246,28 @@ class Tensor {
   Tensor relu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
-  Tensor gelu() const;  // the tanh approximation, tinygrad's default
+  Tensor gelu(const std::string& approximate = "tanh") const;  // "tanh" (tinygrad's default) or "none" (x * Phi(x) through erf)
   Tensor silu() const;
   Tensor square() const;
   Tensor clamp(std::optional<Tensor> min_ = std::nullopt, std::optional<Tensor> max_ = std::nullopt) const;
+  Tensor clip(std::optional<Tensor> min_ = std::nullopt, std::optional<Tensor> max_ = std::nullopt) const { return clamp(min_, max_); }
+  // float classification (bool results); isclose: |self - other| <= atol + rtol * |other|, infinities equal to themselves
+  Tensor isnan() const;
+  Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
+  Tensor isfinite() const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  // isclose(...).all(), read back to the host (tinygrad returns the 0-d bool tensor; torch a bool, as here)
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   Tensor cast(DType dtype) const;
   Tensor bitcast(DType dtype) const;
   Tensor float_() const { return cast(dtypes::float32); }
   Tensor half() const { return cast(dtypes::float16); }
   Tensor int_() const { return cast(dtypes::int32); }
   Tensor bool_() const { return cast(dtypes::bool_); }
+  Tensor bfloat16() const { return cast(dtypes::bfloat16); }
+  Tensor double_() const { return cast(dtypes::float64); }
+  Tensor long_() const { return cast(dtypes::int64); }
+  Tensor short_() const { return cast(dtypes::int16); }
 
   // ** reduce **
   Tensor sum(Axis axis = {}, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
@@ -238,14 +277,22 @@ class Tensor {
   Tensor mean(Axis axis = {}, bool keepdim = false) const;
   Tensor var(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;
   Tensor std(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;
+  std::pair<Tensor, Tensor> var_mean(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;  // (var, mean)
+  std::pair<Tensor, Tensor> std_mean(Axis axis = {}, bool keepdim = false, int64_t correction = 1) const;  // (std, mean)
   Tensor any(Axis axis = {}, bool keepdim = false) const;
   Tensor all(Axis axis = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
   Tensor softmax(int64_t axis = -1, std::optional<DType> dtype = std::nullopt) const;
   Tensor log_softmax(int64_t axis = -1, std::optional<DType> dtype = std::nullopt) const;
+  Tensor softmin(int64_t axis = -1, std::optional<DType> dtype = std::nullopt) const;  // softmax of -self
   Tensor logsumexp(Axis axis = {}, bool keepdim = false) const;
   Tensor cumsum(int64_t axis = 0) const;
+  Tensor cumprod(int64_t axis) const;
+  // running max/min and the index of the element it came from (int32; on ties the first one, where torch takes the last)
+  std::pair<Tensor, Tensor> cummax(int64_t axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int64_t axis = 0) const;
+  Tensor logcumsumexp(int64_t axis = 0) const;
 
   // ** movement **
   Tensor reshape(const Shape& shape) const;  // one -1 is inferred
@@ -276,6 +323,9 @@ class Tensor {
 
   // ** linear algebra **
   Tensor dot(const Tensor& w, std::optional<DType> dtype = std::nullopt) const;
+  // the upper / lower triangle of the last two dims (0 elsewhere); diagonal > 0 moves the border up-right
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
   Tensor matmul(const Tensor& x, bool reverse = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor linear(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, std::optional<DType> dtype = std::nullopt) const;
   Tensor layernorm(Axis axis = -1, double eps = 1e-5) const;
@@ -334,6 +384,11 @@ class Tensor {
   Tensor hardswish() const;
   Tensor hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const;
   Tensor mish() const;
+  Tensor relu6() const;
+  Tensor celu(double alpha = 1.0) const;
+  Tensor selu(double alpha = 1.67326, double gamma = 1.0507) const;  // tinygrad's rounded constants
+  Tensor quick_gelu() const;                                          // x * sigmoid(1.702 x)
+  Tensor softsign() const;                                            // x / (1 + |x|)
   Tensor swish() const { return silu(); }
   Tensor rms_norm(Axis axis = -1, double eps = 1e-6) const;
 

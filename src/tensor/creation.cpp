@@ -25,12 +25,11 @@ DType from_py(ConstVal v) { return v.is_bool() ? dtypes::bool_ : v.is_float() ? 
 void check_shape(const char* op, const Shape& s) {
   for (auto x : s) if (x < 0) throw Error(std::string(op) + ": invalid shape " + shape_str(s) + " (negative dimension)");
 }
+}  // namespace
 
-// full(..., buffer=False): the value broadcast to the shape, no storage
 Tensor full_const(const Shape& shape, ConstVal v, DType dt) {
   return wrap(UOp::const_(v, dt)).reshape(Shape(shape.size(), 1)).expand(shape);
 }
-}  // namespace
 
 // ***** 1. creation *****
 
@@ -86,6 +85,22 @@ Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, std::optional<DType> dty
   int64_t m_ = m.value_or(n);
   if (n < 0 || m_ < 0) throw Error("eye: cannot have negative n=" + std::to_string(n) + ", m=" + std::to_string(m_));
   return arange(n).unsqueeze(-1).eq(arange(m_)).cast(dtype.value_or(dtypes::default_float));
+}
+
+namespace {
+// tinygrad's _tri: true where column - row >= diagonal
+Tensor tri(int64_t r, int64_t c, int64_t diagonal) { return Tensor::arange(r).unsqueeze(-1) + diagonal <= Tensor::arange(c); }
+void check_matrix(const Tensor& t, const char* op) {
+  if (t.ndim() < 2) throw Error(std::string(op) + ": needs at least 2 dims (the last two are the matrix), got shape " + t.shape_str());
+}
+}  // namespace
+Tensor Tensor::triu(int64_t diagonal) const {
+  check_matrix(*this, "triu");
+  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal).where(*this, const_like(*this, 0));
+}
+Tensor Tensor::tril(int64_t diagonal) const {
+  check_matrix(*this, "tril");
+  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal + 1).where(const_like(*this, 0), *this);
 }
 
 // ***** 2. random: threefry on a per-device (key, counter) state *****

@@ -41,6 +41,11 @@ Tensor Tensor::mod(const Tensor& x, bool reverse) const {
   if (a.dtype().is_int() && b.dtype().is_int()) return alu(a, Ops::FLOORMOD, {b});
   return a - a.div(b, "floor") * b;
 }
+Tensor Tensor::fmod(const Tensor& x) const {
+  auto [a, b] = broadcasted(*this, x);
+  if (a.dtype().is_int() && b.dtype().is_int()) return alu(a, Ops::CMOD, {b});
+  return a - a.div(b, "trunc") * b;
+}
 Tensor Tensor::pow(const Tensor& x, bool reverse) const {
   auto [base, exponent] = broadcasted(*this, x, reverse);
   return alu(base, Ops::POW, {exponent});
@@ -58,6 +63,24 @@ Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   auto [a, b] = broadcasted(x, y);
   return alu(*this, Ops::WHERE, {a, b});
 }
+Tensor Tensor::copysign(const Tensor& other) const {
+  auto [a, b] = broadcasted(*this, other);
+  Tensor mag = a.abs();
+  return ((b < 0) | (b.reciprocal() < 0)).where(-mag, mag);  // 1/-0.0 < 0 catches the negative zero
+}
+Tensor Tensor::logaddexp(const Tensor& other) const {
+  auto [a, b] = broadcasted(*this, other);
+  Tensor m = a.maximum(b);
+  return ((a - m).exp() + (b - m).exp()).log() + m;
+}
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
+  if (dtype() != dtypes::uint8) return *this + (end - *this) * weight;
+  // uint8 images: the weight in 7-bit fixed point, the difference (as int8) times it, rounded
+  constexpr int64_t W_PREC = 7;
+  Tensor w_i = (weight * (1 << W_PREC) + 0.5).cast(dtypes::int16);
+  return (*this + (((end - *this).cast(dtypes::int8) * w_i + (1 << (W_PREC - 1))).cast(dtypes::uint16) >> W_PREC)).cast(dtypes::uint8);
+}
+Tensor Tensor::lerp(const Tensor& end, double weight) const { return *this + (end - *this) * weight; }
 Tensor Tensor::lt(const Tensor& x) const { return binop(*this, Ops::CMPLT, x); }
 Tensor Tensor::gt(const Tensor& x) const { return binop(*this, Ops::CMPLT, x, true); }
 Tensor Tensor::ge(const Tensor& x) const { return lt(x).logical_not(); }
@@ -111,6 +134,7 @@ Tensor Tensor::exp() const {
   return s.cast(least_upper_dtype({s.dtype(), dtypes::float32})).mul(1 / std::log(2.0)).exp2().cast(s.dtype());
 }
 Tensor Tensor::log() const { return log2() * std::log(2.0); }
+Tensor Tensor::log10() const { return log2() * std::log10(2.0); }
 Tensor Tensor::cos() const {
   Tensor s = cast(least_upper_float(dtype()));
   return s.cast(least_upper_dtype({s.dtype(), dtypes::float32})).sub(std::numbers::pi / 2, true).sin().cast(s.dtype());
@@ -135,7 +159,9 @@ Tensor Tensor::round() const {
 Tensor Tensor::relu() const { return gt(0).where(*this, 0); }
 Tensor Tensor::sigmoid() const { return (*this * (-1 / std::log(2.0))).exp2().add(1, true).reciprocal(); }
 Tensor Tensor::tanh() const { return mul(2.0, true).sigmoid().mul(2.0, true) - 1.0; }
-Tensor Tensor::gelu() const {
+Tensor Tensor::gelu(const std::string& approximate) const {
+  if (approximate == "none") return *this * 0.5 * div(std::sqrt(2.0)).erf().add(1.0, true);
+  if (approximate != "tanh") throw Error("gelu: approximate='" + approximate + "' is not supported (use \"tanh\" or \"none\")");
   Tensor inner = add(pow(3).mul(0.044715, true)).mul(std::sqrt(2 / std::numbers::pi), true).tanh().add(1, true);
   return mul(0.5, true) * inner;
 }
@@ -192,6 +218,12 @@ Tensor Tensor::var(Axis axis, bool keepdim, int64_t correction) const {
   return numerator.div(std::max<int64_t>(reduced_count(*this, axis, "var") - correction, 0)).cast(out);
 }
 Tensor Tensor::std(Axis axis, bool keepdim, int64_t correction) const { return var(axis, keepdim, correction).sqrt(); }
+std::pair<Tensor, Tensor> Tensor::var_mean(Axis axis, bool keepdim, int64_t correction) const {
+  return {var(axis, keepdim, correction), mean(axis, keepdim)};
+}
+std::pair<Tensor, Tensor> Tensor::std_mean(Axis axis, bool keepdim, int64_t correction) const {
+  return {std(axis, keepdim, correction), mean(axis, keepdim)};
+}
 Tensor Tensor::argmax(std::optional<int64_t> axis_in, bool keepdim) const {
   if (!axis_in) return flatten().argmax(0);
   int64_t axis = resolve_dim(*this, *axis_in, false, "argmax"), n = shape()[size_t(axis)];
@@ -220,6 +252,7 @@ Tensor Tensor::log_softmax(int64_t axis, std::optional<DType> dtype) const {
   auto p = softmax_parts(*this, axis, dtype);
   return p.m - p.ss.log();
 }
+Tensor Tensor::softmin(int64_t axis, std::optional<DType> dtype) const { return (-*this).softmax(axis, dtype); }
 Tensor Tensor::logsumexp(Axis axis, bool keepdim) const {
   Tensor m = max(axis, true).detach();
   Tensor ms = m;

@@ -449,11 +449,6 @@ Tensor repeat_interleave(const Tensor& self, int64_t repeats, int64_t dim_in) {
   for (size_t i = size_t(dim) + 1; i < shp.size(); i++) a.push_back(shp[i]), b.push_back(shp[i]), c.push_back(shp[i]);
   return self.reshape(a).expand(b).reshape(c);
 }
-Tensor tril(const Tensor& self, int64_t diagonal = 0) {
-  int64_t r = self.shape()[size_t(self.ndim() - 2)], c = self.shape().back();
-  Tensor tri = Tensor::arange(r).unsqueeze(-1) + (diagonal + 1) <= Tensor::arange(c);
-  return tri.where(const_like(self, 0), self);
-}
 }  // namespace
 
 Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& value_in, std::optional<Tensor> attn_mask, double dropout_p,
@@ -474,7 +469,7 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& 
   Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(shape().back()));
   if (is_causal) {
     if (attn_mask) throw Error("scaled_dot_product_attention: cannot set attn_mask when is_causal=True");
-    attn_mask = tril(const_like(qk, true, dtypes::bool_));
+    attn_mask = const_like(qk, true, dtypes::bool_).tril();
   }
   if (attn_mask) {
     if (attn_mask->dtype() == dtypes::bool_) attn_mask = attn_mask->where(0, -INFINITY);
@@ -487,23 +482,21 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& 
 
 Tensor Tensor::leaky_relu(double neg_slope) const { return (*this < 0).where(neg_slope * *this, *this); }
 Tensor Tensor::elu(double alpha) const { return relu() - alpha * (1 - exp()).relu(); }
-Tensor Tensor::softplus(double beta) const {
-  auto [a, b] = broadcasted(*this * beta, 0.0);  // logaddexp(x*beta, 0)
-  Tensor m = a.maximum(b);
-  return (1 / beta) * (((a - m).exp() + (b - m).exp()).log() + m);
-}
+Tensor Tensor::softplus(double beta) const { return (1 / beta) * (*this * beta).logaddexp(0.0); }
 Tensor Tensor::logsigmoid() const { return -(-*this).softplus(); }
 Tensor Tensor::hardtanh(double min_val, double max_val) const {
   // whole numbers stay int literals, as tinygrad's defaults (-1, 1) are
   auto l = [](double v) { return v == std::trunc(v) && std::fabs(v) < 1e15 ? Tensor(int64_t(v)) : Tensor(v); };
   return clamp(l(min_val), l(max_val));
 }
-Tensor Tensor::hardswish() const {
-  Tensor y = *this + 3;
-  return *this * (y.relu() - (y - 6).relu()) * (1.0 / 6);
-}
+Tensor Tensor::hardswish() const { return *this * (*this + 3).relu6() * (1.0 / 6); }
 Tensor Tensor::hardsigmoid(double alpha, double beta) const { return (alpha * *this + beta).relu() - (alpha * *this + beta - 1).relu(); }
 Tensor Tensor::mish() const { return *this * softplus().tanh(); }
+Tensor Tensor::relu6() const { return relu() - (*this - 6).relu(); }
+Tensor Tensor::celu(double alpha) const { return maximum(0) + (alpha * ((*this / alpha).exp() - 1)).minimum(0); }
+Tensor Tensor::selu(double alpha, double gamma) const { return gamma * (*this >= 0).where(*this, alpha * (exp() - 1)); }
+Tensor Tensor::quick_gelu() const { return *this * (*this * 1.702).sigmoid(); }
+Tensor Tensor::softsign() const { return *this / (1 + abs()); }
 
 // ***** 8. initializers (mixin/rand.py) *****
 

@@ -60,6 +60,8 @@ Tensor mop_stack(const Tensor& self, const std::vector<Tensor>& others);  // UOp
 Tensor reduce_(const Tensor& self, Ops op, const Axis& axis, bool keepdim);
 Tensor pad_constant(const Tensor& self, const std::vector<std::pair<int64_t, int64_t>>& pads, ConstVal value);
 Tensor cumalu(const Tensor& self, int64_t axis, Ops op);
+Tensor split_cumalu(const Tensor& self, int64_t axis, Ops op, const char* name);  // cumalu in two stages along long axes
+Tensor full_const(const Shape& shape, ConstVal v, DType dt);  // full(..., buffer=False): the value expanded, no storage
 Tensor pool(const Tensor& self, const Shape& k, int64_t stride = 1, int64_t dilation = 1);
 Tensor pool(const Tensor& self, const Shape& k, const Shape& stride, const Shape& dilation);  // per-dim stride/dilation
 // replace the random state of a device (tests build tinygrad's rand graphs from known key/counter buffers)

@@ -182,22 +182,53 @@ Tensor cumalu(const Tensor& self, int64_t axis, Ops op) {
   return reduce_op(pooled, op, -1).transpose(axis, -1);
 }
 
-Tensor Tensor::cumsum(int64_t axis_in) const {
-  int64_t axis = resolve_dim(*this, axis_in, false, "cumsum");
-  if (ndim() == 0 || numel() == 0) return cast(sum().dtype());
+// tinygrad's _split_cumalu: the windowed reduce of cumalu, in two stages along a long axis (within chunks of SPLIT,
+// then the running totals of the chunks combined in)
+Tensor split_cumalu(const Tensor& self, int64_t axis_in, Ops op, const char* name) {
+  int64_t axis = resolve_dim(self, axis_in, false, name);
+  if (self.ndim() == 0 || self.numel() == 0) return op == Ops::ADD ? self.cast(self.sum().dtype()) : self;
   constexpr int64_t SPLIT = 256;
-  int64_t s = shape()[size_t(axis)];
-  if (s <= SPLIT * 2) return cumalu(*this, axis, Ops::ADD);
-  // two stages: cumulative sums within chunks of SPLIT, then the running totals of the chunks added on
-  ConstVal value = identity_element(Ops::ADD, dtype());
-  Pairs p(size_t(ndim()), {0, 0});
+  int64_t s = self.shape()[size_t(axis)];
+  if (s <= SPLIT * 2) return cumalu(self, axis, op);
+  ConstVal value = identity_element(op, self.dtype());
+  Pairs p(size_t(self.ndim()), {0, 0});
   p.back() = {ceildiv(s, SPLIT) * SPLIT - s, 0};
-  Tensor chunks = cumalu(pad_constant(transpose(axis, -1), p, value).unflatten(-1, {-1, SPLIT}), -1, Ops::ADD);
+  Tensor chunks = cumalu(pad_constant(self.transpose(axis, -1), p, value).unflatten(-1, {-1, SPLIT}), -1, op);
   Tensor last = chunks[{Ellipsis{}, int64_t(-1)}];
   Pairs p2(size_t(chunks.ndim() - 1), {0, 0});
   p2.back() = {1, -1};
-  Tensor base = pad_constant(cumalu(last, -1, Ops::ADD), p2, value);
-  return alu(chunks, Ops::ADD, {base.unsqueeze(-1)}).flatten(-2)[{Ellipsis{}, Slice{-s, std::nullopt, std::nullopt}}].transpose(axis, -1);
+  Tensor base = pad_constant(cumalu(last, -1, op), p2, value);
+  return alu(chunks, op, {base.unsqueeze(-1)}).flatten(-2)[{Ellipsis{}, Slice{-s, std::nullopt, std::nullopt}}].transpose(axis, -1);
+}
+
+Tensor Tensor::cumsum(int64_t axis) const { return split_cumalu(*this, axis, Ops::ADD, "cumsum"); }
+Tensor Tensor::cumprod(int64_t axis) const { return split_cumalu(*this, axis, Ops::MUL, "cumprod"); }
+
+std::pair<Tensor, Tensor> Tensor::cummax(int64_t axis_in) const {
+  Tensor values = split_cumalu(*this, axis_in, Ops::MAX, "cummax");
+  if (ndim() == 0) return {values, full_const(shape(), 0, dtypes::int32)};
+  int64_t axis = resolve_dim(*this, axis_in, false, "cummax"), n = shape()[size_t(axis)];
+  // the first j <= i with x[j] equal to the running max at i: the largest n-j among the matches
+  Tensor match = transpose(axis, -1).unsqueeze(-1).eq(values.transpose(axis, -1).unsqueeze(-2)) * full_const({n, n}, true, dtypes::bool_).triu();
+  Tensor idx = (-(match * Tensor::arange(n, 0, -1).reshape({n, 1})).max(-2) + n).cast(dtypes::int32);
+  return {values, idx.transpose(-1, axis)};
+}
+std::pair<Tensor, Tensor> Tensor::cummin(int64_t axis) const {
+  resolve_dim(*this, axis, false, "cummin");
+  auto inverse = [](const Tensor& t) { return t.is_floating_point() ? -t : ~t; };
+  auto [values, indices] = inverse(*this).cummax(axis);
+  return {inverse(values), indices};
+}
+
+Tensor Tensor::logcumsumexp(int64_t axis_in) const {
+  if (ndim() == 0) return *this;
+  int64_t axis = resolve_dim(*this, axis_in, false, "logcumsumexp");
+  Tensor x = transpose(axis, -1);
+  int64_t n = x.shape().back();
+  Tensor x_cummax = x.cummax(-1).first.detach();
+  Tensor mask = full_const({n, n}, true, dtypes::bool_).tril();
+  Tensor ret = mask.where(x.unsqueeze(-2) - x_cummax.unsqueeze(-1), lit(dtype().min())).exp().sum(-1).log() + x_cummax;
+  return ret.transpose(-1, axis);
 }
 
 // ***** 5. basic indexing: _normalize_indices, _parse_view_index, _apply_view_ops *****

@@ -640,3 +640,72 @@ TEST(Gradients, NoLeak) {
   EXPECT_EQ(tg::live_uops(), uops);
   EXPECT_EQ(tg::live_tensors(), tensors);
 }
+
+// ***** 9. the rest of tinygrad's elementwise, scan and triangle ops *****
+
+namespace {
+// one input per op, the outputs stacked: one backward for all of them, and input i's gradient comes from op i alone
+template <class T> T stacked(const std::vector<T>& outs);
+template <> tg::Tensor stacked(const TV& outs) { return tg::Tensor::stack(outs); }
+template <> at::Tensor stacked(const AV& outs) { return at::stack(outs); }
+}  // namespace
+
+TEST(Gradients, ApiOps) {
+  // ranges keep clear of the points where an op is not differentiable (asin at +-1, relu6 at 0 and 6 ...)
+  std::vector<std::pair<double, double>> ranges{{-0.95, 0.95}, {-0.95, 0.95}, {-4, 4}, {-2.5, 2.5}, {-3, 3}, {-3, 3}, {-0.9, 0.9}, {-3, 3},
+                                                {1.1, 5},       {0.1, 10},     {-3, 9}, {-3, 3},     {-3, 3}, {-3, 3}, {-3, 3},     {-3, 3},
+                                                {-3, 3},        {-3, 3},       {-3, 3}};
+  std::vector<Pair> xs;
+  for (size_t i = 0; i < ranges.size(); i++) xs.push_back(input({6}, dtypes::float32, ranges[i].first, ranges[i].second, uint32_t(20 + i)));
+  auto ops = [](const auto& v) {
+    using T = std::decay_t<decltype(v[0])>;
+    std::vector<T> r{v[0].asin(), v[1].acos(), v[2].atan(), v[3].erf(), v[4].sinh(), v[5].cosh(), v[6].atanh(), v[7].asinh(),
+                     v[8].acosh(), v[9].log10()};
+    if constexpr (std::is_same_v<T, tg::Tensor>)
+      r.insert(r.end(), {v[10].relu6(), v[11].celu(0.7), v[12].selu(), v[13].quick_gelu(), v[14].softsign(), v[15].gelu("none"),
+                         v[16].softmin(), v[17].clip(tg::Tensor(-1.0), tg::Tensor(1.5)), v[18].logcumsumexp(0)});
+    else
+      r.insert(r.end(), {at::hardtanh(v[10], 0, 6), at::celu(v[11], 0.7), at::elu(v[12], 1.67326, 1.0507), v[13] * at::sigmoid(v[13] * 1.702),
+                         v[14] / (v[14].abs() + 1), at::gelu(v[15], "none"), at::softmax(-v[16], -1), v[17].clip(-1.0, 1.5),
+                         at::logcumsumexp(v[18], 0)});
+    return stacked(r);
+  };
+  EXPECT_TRUE(grads_match(xs, ops, ops)) << "unary ops";
+  std::vector<Pair> ds;
+  for (size_t i = 0; i < ranges.size(); i++) ds.push_back(input({6}, dtypes::float64, ranges[i].first, ranges[i].second, uint32_t(40 + i)));
+  // tinygrad's asin and erf are polynomial fits: their derivatives are off by up to ~1e-6
+  EXPECT_TRUE(grads_match(ds, ops, ops, 11, oracle::Tol{1e-5, 1e-6})) << "unary ops, float64";
+  // at 0 the sign(x) * f(|x|) form of asin and erf has gradient 0 (sign and abs have none there), torch's 1 and 2/sqrt(pi)
+  tg::Tensor z = tg::Tensor::from_vector<float>({0, 0});
+  tg::Tensor::stack({z[0].asin(), z[1].erf()}).sum().backward();
+  EXPECT_EQ(z.grad()->to_vector<float>(), (std::vector<float>{0, 0}));
+
+  std::vector<Pair> b{input({3, 4}, dtypes::float32, -5, 5, 1), input({3, 1}, dtypes::float32, 0.5, 3, 2), input({4}, dtypes::float32, -3, 3, 3),
+                      input({3, 4}, dtypes::float32, -3, 3, 4), input({3, 4}, dtypes::float32, 0, 1, 5)};
+  EXPECT_TRUE(grads_match({b[0], b[1]}, BOTH(x.fmod(y)), ATF(at::fmod(x, y)))) << "fmod";
+  EXPECT_TRUE(grads_match({b[0], b[2]}, BOTH(x.logaddexp(y)), ATF(at::logaddexp(x, y)))) << "logaddexp";
+  EXPECT_TRUE(grads_match({b[0], b[3], b[4]}, [](const TV& v) { return v[0].lerp(v[1], v[2]); }, [](const AV& v) { return at::lerp(v[0], v[1], v[2]); }))
+      << "lerp";
+  tg::Tensor sign = b[2].t;  // copysign's second operand only picks the sign: torch gives it a zero gradient, tinygrad none
+  EXPECT_TRUE(grads_match({b[0]}, [&](const TV& v) { return v[0].copysign(sign); }, [&](const AV& v) { return at::copysign(v[0], b[2].a); }))
+      << "copysign";
+
+  Pair m = input({2, 3, 4}, dtypes::float32, 0.5, 1.5, 6);
+  EXPECT_TRUE(grads_match({m}, BOTH(x.triu(1) * 2 + x.tril(-1)), BOTH(x.triu(1) * 2 + x.tril(-1)))) << "triu/tril";
+  auto tg_moments = [](const TV& v) {
+    auto [var, mean] = v[0].var_mean(1);
+    auto [sd, mean2] = v[0].std_mean({0, 2}, true, 0);
+    return (var * 2 + mean).flatten().cat((sd - mean2).flatten());
+  };
+  auto torch_moments = [](const AV& v) {
+    auto [var, mean] = at::var_mean(v[0], at::IntArrayRef{1}, true, false);
+    auto [sd, mean2] = at::std_mean(v[0], at::IntArrayRef{0, 2}, false, true);
+    return at::cat({(var * 2 + mean).flatten(), (sd - mean2).flatten()});
+  };
+  EXPECT_TRUE(grads_match({m}, tg_moments, torch_moments))
+      << "var_mean/std_mean";
+  EXPECT_TRUE(grads_match({m}, TGF(x.cumprod(1) + x.cummax(2).first * 2 + x.cummin(0).first),
+                          ATF(x.cumprod(1) + std::get<0>(at::cummax(x, 2)) * 2 + std::get<0>(at::cummin(x, 0)))))
+      << "cumprod/cummax/cummin";
+  EXPECT_TRUE(grads_match({m}, TGF(x.logcumsumexp(1)), ATF(at::logcumsumexp(x, 1)))) << "logcumsumexp";
+}
