@@ -30,13 +30,14 @@ std::pair<Tensor, Tensor> k_scale_min(const Tensor& s12) {
   Tensor mn = (b & Tensor(0x3F)).cat((c >> Tensor(4)) | ((b >> Tensor(2)) & Tensor(0x30)), 1);
   return {sc, mn};
 }
-// IQ4_NL's 16 non-linear levels, looked up by a chain of wheres (no table buffer, nothing to gather)
-Tensor iq4nl_lut(const Tensor& q) {
-  static constexpr int K[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-  Tensor r = Tensor(float(K[0]), dtypes::float32);
-  for (int i = 1; i < 16; i++) r = (q == Tensor(i)).where(Tensor(float(K[i]), dtypes::float32), r);
+// a 16-entry table looked up by a chain of wheres (no table buffer, nothing to gather)
+Tensor lut16(const Tensor& q, const int (&k)[16]) {
+  Tensor r = Tensor(float(k[0]), dtypes::float32);
+  for (int i = 1; i < 16; i++) r = (q == Tensor(i)).where(Tensor(float(k[i]), dtypes::float32), r);
   return r;
 }
+constexpr int IQ4NL_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int E2M1_TWICE[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};  // MXFP4's fp4 values, doubled
 
 DType native_dtype(GGMLType t) {
   switch (t) {
@@ -60,7 +61,12 @@ Tensor dequant(const Tensor& b, GGMLType type) {
     case GGMLType::Q5_0: return half_at(b, 0) * (f32(nibbles(cols(b, 6, 22)) | (bits32(cols(b, 2, 6)) << Tensor(4))) - 16);
     case GGMLType::Q5_1: return half_at(b, 0) * f32(nibbles(cols(b, 8, 24)) | (bits32(cols(b, 4, 8)) << Tensor(4))) + half_at(b, 2);
     case GGMLType::Q8_0: return half_at(b, 0) * f32(cols(b, 2, 34).bitcast(dtypes::int8));
-    case GGMLType::IQ4_NL: return half_at(b, 0) * iq4nl_lut(nibbles(cols(b, 2, 18)));
+    case GGMLType::IQ4_NL: return half_at(b, 0) * lut16(nibbles(cols(b, 2, 18)), IQ4NL_LEVELS);
+    case GGMLType::MXFP4: {  // e (E8M0 exponent, as half the scale: a float built from its bits), qs[16] (fp4 codes)
+      Tensor e = cols(b, 0, 1).cast(dtypes::uint32);
+      Tensor d = (e < 2).where(Tensor(0x00200000, dtypes::uint32) << e, (e - 1) << Tensor(23)).bitcast(dtypes::float32);
+      return d * lut16(nibbles(cols(b, 1, 17)), E2M1_TWICE);
+    }
     case GGMLType::Q2_K: {  // scales[16] (4-bit scale | 4-bit min), qs[64] (2 bits), d, dmin
       Tensor sc = cols(b, 0, 16);
       Tensor dl = (half_at(b, 80) * f32(sc & Tensor(0xF))).unsqueeze(-1), ml = (half_at(b, 82) * f32(sc >> Tensor(4))).unsqueeze(-1);
@@ -96,7 +102,7 @@ Tensor dequant(const Tensor& b, GGMLType type) {
       Tensor sh = (spread(cols(b, 2, 4), 2, {0, 2, 4, 6}) & Tensor(3)).flatten(1), sl = (spread(cols(b, 4, 8), 2, {0, 4}) & Tensor(0xF)).flatten(1);
       Tensor dl = (half_at(b, 0) * (f32(sl | (sh << Tensor(4))) - 32)).unsqueeze(-1);
       Tensor q = (spread(cols(b, 8, 136).reshape({-1, 8, 16}), 2, {0, 4}) & Tensor(0xF)).reshape({-1, 8, 32});
-      return (dl * iq4nl_lut(q)).flatten(1);
+      return (dl * lut16(q, IQ4NL_LEVELS)).flatten(1);
     }
     default: throw Error("ggml_data_to_tensor: internal: no decoder for " + ggml_type_name(uint32_t(type)));
   }
@@ -108,7 +114,7 @@ bool ggml_type_supported(GGMLType t) {
   switch (t) {
     case GGMLType::Q4_0: case GGMLType::Q4_1: case GGMLType::Q5_0: case GGMLType::Q5_1: case GGMLType::Q8_0: case GGMLType::IQ4_NL:
     case GGMLType::Q2_K: case GGMLType::Q3_K: case GGMLType::Q4_K: case GGMLType::Q5_K: case GGMLType::Q6_K: case GGMLType::IQ4_XS:
-      return true;
+    case GGMLType::MXFP4: return true;
     default: return native_dtype(t) != dtypes::void_;
   }
 }

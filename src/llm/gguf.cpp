@@ -102,11 +102,16 @@ int64_t TensorInfo::numel() const {
 namespace {
 
 constexpr int MAX_DEPTH = 16;  // nested arrays; a deeper file is refused rather than recursed into
+// a value takes ~40 bytes in memory however small it is in the file: past this many (a 256k-token vocabulary is ~1M)
+// the header is refused instead of growing to dozens of times the file's size
+constexpr uint64_t MAX_VALUES = uint64_t(1) << 25;
+constexpr uint64_t MAX_NUMEL = uint64_t(1) << 54;  // keeps numel * bytes per element far from overflowing
 
 struct Reader {
   std::span<const uint8_t> b;
   uint64_t size, pos = 0;  // size: the whole file's
   const std::string& what;
+  uint64_t values = 0;
 
   Error bad(const std::string& why) const { return Error(what + ": " + why); }
   // the next n bytes; a read past the file's end is truncation, past the bytes we have is NeedMore
@@ -151,6 +156,7 @@ struct Reader {
     }
   }
   Value value(ValueType t, const std::string& ctx, int depth) {
+    if (++values > MAX_VALUES) throw bad(ctx + ": the metadata holds more than " + std::to_string(MAX_VALUES) + " values");
     switch (t) {
       case ValueType::UINT8: return {num<uint8_t>(ctx)};
       case ValueType::INT8: return {num<int8_t>(ctx)};
@@ -172,6 +178,7 @@ struct Reader {
         if (depth >= MAX_DEPTH) throw bad(ctx + ": arrays nested more than " + std::to_string(MAX_DEPTH) + " deep");
         Value::Array a{vtype(ctx + " array element type")};
         uint64_t n = count(num<uint64_t>(ctx + " array length"), min_size(a.type), ctx + " array length");
+        if (n > MAX_VALUES - values) throw bad(ctx + ": the metadata holds more than " + std::to_string(MAX_VALUES) + " values");
         a.items.reserve(n);
         for (uint64_t i = 0; i < n; i++) a.items.push_back(value(a.type, ctx, depth + 1));
         return {std::move(a)};
@@ -225,8 +232,7 @@ Header parse_header(std::span<const uint8_t> bytes, uint64_t file_size, const st
     uint64_t numel = 1;
     for (auto& d : ne) {
       d = r.num<uint64_t>(ctx + " dimension");
-      // any real tensor's element count is far below 2^62; this also keeps the products below from overflowing
-      if (d && numel > (uint64_t(1) << 62) / d) throw r.bad(ctx + " has an absurd shape (over 2^62 elements)");
+      if (d && numel > MAX_NUMEL / d) throw r.bad(ctx + " has an absurd shape (over 2^54 elements)");
       numel *= d;
     }
     uint32_t ty = r.num<uint32_t>(ctx + " type");

@@ -271,6 +271,11 @@ TEST(GGUF, BrokenHeaders) {
     d.num<uint32_t>(0).num<uint64_t>(0);
     EXPECT_PARSE_ERROR(d.b, "\"deep\"", "nested");
   }
+  {  // a count the file could hold, but whose values would take ~40x the file's size in memory
+    Builder big;
+    big.head(0, 1).str("big").num<uint32_t>(9).num<uint32_t>(0).num<uint64_t>((uint64_t(1) << 25) + 1).pad((size_t(1) << 25) + 64);
+    EXPECT_PARSE_ERROR(big.b, "\"big\"", "more than 33554432 values");
+  }
   // empty arrays keep their element type; nesting within the limit is fine
   {
     Builder e;
