@@ -137,7 +137,8 @@ struct Reader {
     return n;
   }
   std::string str(const std::string& ctx) {
-    uint64_t n = count(num<uint64_t>(ctx + " length"), 1, ctx + " length");
+    uint64_t n = num<uint64_t>(ctx + " length");
+    if (n > left()) throw bad(ctx + " length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(left()) + " bytes left)");
     const uint8_t* p = take(n, ctx);
     return std::string(reinterpret_cast<const char*>(p), n);
   }

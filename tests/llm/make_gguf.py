@@ -2,7 +2,7 @@
 # Writes the GGUF files tests/llm reads, with gguf-py (the `gguf` PyPI package, ggml's own Python writer) and numpy,
 # and what each must decode to: gguf.quants.dequantize is the oracle of every quantized tensor, the written arrays of
 # the native ones, GGUFReader of each tensor's data offset.
-#   make_gguf.py OUTDIR [SEED]   -> OUTDIR/{all,v2,unsupported}.gguf, OUTDIR/manifest.json, OUTDIR/ref/*.bin
+#   make_gguf.py OUTDIR [SEED]   -> OUTDIR/{all,v2,bigheader,unsupported}.gguf, OUTDIR/manifest.json, OUTDIR/ref/*.bin
 import json, os, sys
 import numpy as np
 import gguf
@@ -89,8 +89,14 @@ for t in manifest_tensors: t["data_offset"] = offsets[t["name"]]
 # version 2 differs from 3 only in allowing big-endian files: the same bytes with the version patched
 v2_offsets = write(os.path.join(out, "v2.gguf"), tensors[:2], meta=False)
 with open(os.path.join(out, "v2.gguf"), "r+b") as f: f.seek(4); f.write((2).to_bytes(4, "little"))
+# a header over 2 MiB (a vocabulary's worth of strings): gguf_load reads it in growing prefixes
+vocab = [f"tok{i}_" + "\u00e9" * (i % 23) for i in range(80000)]
+w = gguf.GGUFWriter(os.path.join(out, "bigheader.gguf"), arch="llama")
+w.add_token_list(vocab); w.add_tensor("w", tensors[0][1])
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+big = {"n": len(vocab), "samples": {str(i): vocab[i] for i in (0, 1, 22, 12345, len(vocab) - 1)}}
 write(os.path.join(out, "unsupported.gguf"), [("w", rng.integers(0, 256, (2, 66), dtype=np.uint8), Q.IQ2_XXS)], meta=False)
 
 meta = {"general.architecture": enc("llama", V.STRING), "general.alignment": enc(64, V.UINT32)}
 meta.update({k: enc(v, t) for k, t, v in META}); meta.update({k: enc(v, V.ARRAY, e) for k, e, v in ARRAYS})
-json.dump({"metadata": meta, "tensors": manifest_tensors, "v2_offsets": v2_offsets}, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+json.dump({"metadata": meta, "tensors": manifest_tensors, "v2_offsets": v2_offsets, "bigheader": big}, open(os.path.join(out, "manifest.json"), "w"), indent=1)

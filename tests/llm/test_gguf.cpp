@@ -192,6 +192,21 @@ TEST(GGUF, Version2) {
   }
 }
 
+TEST(GGUF, LargeHeader) {
+  NEED_FILES();
+  std::string path = files().path("bigheader.gguf");
+  GGUF g = gguf_load(path);
+  EXPECT_GT(g.data_start, 2u << 20);
+  EXPECT_EQ(g.data_start % 32, 0u);
+  EXPECT_LE(g.data_start + g.info("w").offset + uint64_t(g.info("w").nbytes), std::filesystem::file_size(path));
+  const json& big = files().manifest["bigheader"];
+  const Value::Array& toks = g.kv.at("tokenizer.ggml.tokens").arr();
+  EXPECT_EQ(toks.type, ValueType::STRING);
+  ASSERT_EQ(toks.items.size(), big["n"].get<size_t>());
+  for (auto& [i, s] : big["samples"].items()) EXPECT_EQ(toks.items.at(std::stoul(i)).str(), s.get<std::string>());
+  EXPECT_EQ(g.tensor("w").data(), read_file(files().path("ref/native.f32.bin")));  // the same array as native.f32
+}
+
 TEST(GGUF, UnsupportedType) {
   NEED_FILES();
   GGUF g = gguf_load(files().path("unsupported.gguf"));
@@ -263,11 +278,11 @@ TEST(GGUF, BrokenHeaders) {
   EXPECT_PARSE_ERROR(Builder().str_raw("GGUF").num<uint32_t>(3).num<uint64_t>(0).b, "truncated", "metadata count");
   EXPECT_PARSE_ERROR(Builder().head(0, uint64_t(1) << 60).b, "metadata count", "absurd");
   EXPECT_PARSE_ERROR(Builder().head(~uint64_t(0), 0).b, "tensor count", "absurd");
-  EXPECT_PARSE_ERROR(Builder().head(0, 1).num<uint64_t>(~uint64_t(0)).pad(64).b, "metadata entry 0 key length", "absurd");
+  EXPECT_PARSE_ERROR(Builder().head(0, 1).num<uint64_t>(~uint64_t(0)).pad(64).b, "metadata entry 0 key length", "runs past the end");
   EXPECT_PARSE_ERROR(Builder().head(0, 1).str("k").num<uint32_t>(13).pad(64).b, "\"k\" value type is unknown (13)");
   EXPECT_PARSE_ERROR(Builder().head(0, 1).str("k").num<uint32_t>(7).num<uint8_t>(2).b, "\"k\"", "BOOL byte is 2");
   EXPECT_PARSE_ERROR(Builder().head(0, 1).str("k").num<uint32_t>(9).num<uint32_t>(5).num<uint64_t>(1000).pad(200).b, "\"k\" array length", "absurd");
-  EXPECT_PARSE_ERROR(Builder().head(0, 1).str("k").num<uint32_t>(8).num<uint64_t>(5).str_raw("ab").b, "metadata \"k\" length 5");
+  EXPECT_PARSE_ERROR(Builder().head(0, 1).str("k").num<uint32_t>(8).num<uint64_t>(5).str_raw("ab").b, "metadata \"k\" length 5 runs past the end of the file (2 bytes left)");
   EXPECT_PARSE_ERROR(Builder().head(0, 2).kv_u32("k", 1).kv_u32("k", 2).b, "duplicate metadata key \"k\"");
   {  // arrays of arrays of ... : refused past a fixed depth instead of recursing as deep as the file says
     Builder d;

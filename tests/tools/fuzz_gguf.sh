@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF header parser with libFuzzer + ASan + UBSan (not part of CI; Debian's clang and libclang-rt-14-dev).
+# Fuzzes the GGUF header parser with libFuzzer + ASan + UBSan (not part of CI; setup.sh's clang brings libFuzzer).
 #   tests/tools/fuzz_gguf.sh [SECONDS]   (default 600) -> build-fuzz/: the harness, its corpus, any crash-* inputs
 # Seeds are the files tests/llm writes with gguf-py (.venv from `setup.sh --test`). Exits non-zero on a finding.
 set -euo pipefail
