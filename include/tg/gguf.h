@@ -6,6 +6,7 @@
 //   tg::Tensor w = g.tensor("blk.0.attn_q.weight");          // lazy: the block bytes copied to CPU, dequantized there
 //   auto sd = g.state_dict();                                // every tensor, by name
 //
+// Multi-part models (NAME-00001-of-0000N.gguf ...) load from their first part.
 // Tensors keep tinygrad's order of dims (ggml's ne reversed: a ggml [ne0=4096, ne1=32000] matrix is (32000, 4096)).
 // Native ggml types (F32, F16, BF16, F64, I8..I64) come out in their own dtype; quantized blocks come out as float32,
 // dequantized by a Tensor graph of bit ops, shifts and casts on the raw bytes (tinygrad's ggml_data_to_tensor).
@@ -73,6 +74,7 @@ struct TensorInfo {
   GGMLType type;
   uint64_t offset = 0;    // from the start of the data section (a multiple of the alignment)
   int64_t nbytes = 0;     // numel / block * block bytes
+  uint32_t split = 0;     // which part of a split model holds it (GGUF::parts)
   int64_t numel() const;
 };
 
@@ -95,15 +97,21 @@ struct NeedMore {
 };
 Header parse_header(std::span<const uint8_t> bytes, uint64_t file_size, const std::string& what = "gguf");
 
-struct GGUF : Header {
-  Tensor file;  // the whole file as a uint8 tensor on DISK:<path>
+struct GGUF : Header {  // the header of the (first) file, and the tensors of every part
+  struct Part {
+    Tensor file;  // the whole file as a uint8 tensor on DISK:<path>
+    uint64_t data_start = 0;
+  };
+  std::vector<Part> parts;  // the file, or each file of a split model in order
   // the tensor `name`, decoded on `device` ("" = the default device); nothing is read until it is realized
   Tensor tensor(const std::string& name, const std::string& device = "") const;
   const TensorInfo& info(const std::string& name) const;  // throws tg::Error for a name the file does not hold
   std::map<std::string, Tensor> state_dict(const std::string& device = "") const;
 };
 
-// reads and checks the header of the GGUF file at `path` through the DISK device (only the header's bytes are read)
+// reads and checks the header of the GGUF file at `path` through the DISK device (only the header's bytes are read).
+// A model split over files (split.count > 1) is loaded from its first part, NAME-00001-of-0000N.gguf, which names the
+// others; each part must say which it is (split.no, split.count), and a tensor name may appear in one part only
 GGUF gguf_load(const std::string& path);
 
 }  // namespace tg::gguf

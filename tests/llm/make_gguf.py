@@ -2,7 +2,7 @@
 # Writes the GGUF files tests/llm reads, with gguf-py (the `gguf` PyPI package, ggml's own Python writer) and numpy,
 # and what each must decode to: gguf.quants.dequantize is the oracle of every quantized tensor, the written arrays of
 # the native ones, GGUFReader of each tensor's data offset.
-#   make_gguf.py OUTDIR [SEED]   -> OUTDIR/{all,v2,bigheader,unsupported}.gguf, OUTDIR/manifest.json, OUTDIR/ref/*.bin
+#   make_gguf.py OUTDIR [SEED]   -> OUTDIR/{all,v2,bigheader,unsupported}.gguf, OUTDIR/split-0000{1,2,3}-of-00003.gguf, OUTDIR/manifest.json, OUTDIR/ref/*.bin
 import json, os, sys
 import numpy as np
 import gguf
@@ -95,6 +95,11 @@ w = gguf.GGUFWriter(os.path.join(out, "bigheader.gguf"), arch="llama")
 w.add_token_list(vocab); w.add_tensor("w", tensors[0][1])
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 big = {"n": len(vocab), "samples": {str(i): vocab[i] for i in (0, 1, 22, 12345, len(vocab) - 1)}}
+# a model split in 3 parts of at most 2 tensors: split-0000{1,2,3}-of-00003.gguf
+w = gguf.GGUFWriter(os.path.join(out, "split.gguf"), arch="llama", split_max_tensors=2)
+w.add_uint32("t.u32", 7)
+for name, a, raw in tensors[:5]: w.add_tensor(name, a, raw_dtype=raw)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 write(os.path.join(out, "unsupported.gguf"), [("w", rng.integers(0, 256, (2, 66), dtype=np.uint8), Q.IQ2_XXS)], meta=False)
 
 meta = {"general.architecture": enc("llama", V.STRING), "general.alignment": enc(64, V.UINT32)}

@@ -161,7 +161,8 @@ TEST(GGUF, StateDict) {
   Tensor q = sd.at("q.Q4_K");
   EXPECT_EQ(q.device(), "CPU");
   EXPECT_EQ(q.dtype(), dtypes::float32);
-  EXPECT_EQ(*g.file.device(), "DISK:" + files().path("all.gguf"));
+  ASSERT_EQ(g.parts.size(), 1u);
+  EXPECT_EQ(*g.parts[0].file.device(), "DISK:" + files().path("all.gguf"));
   // the decode is a graph that fuses into its reader: summing the dequantized rows is the copy of the block bytes off
   // DISK and one kernel, with no dequantized copy in between
   Tensor rows_t = q.sum(1);
@@ -205,6 +206,36 @@ TEST(GGUF, LargeHeader) {
   ASSERT_EQ(toks.items.size(), big["n"].get<size_t>());
   for (auto& [i, s] : big["samples"].items()) EXPECT_EQ(toks.items.at(std::stoul(i)).str(), s.get<std::string>());
   EXPECT_EQ(g.tensor("w").data(), read_file(files().path("ref/native.f32.bin")));  // the same array as native.f32
+}
+
+TEST(GGUF, SplitModel) {
+  NEED_FILES();
+  GGUF g = gguf_load(files().path("split-00001-of-00003.gguf"));
+  EXPECT_EQ(g.parts.size(), 3u);
+  EXPECT_EQ(g.kv.at("t.u32").as_int(), 7);
+  EXPECT_EQ(g.kv.at("split.count").as_int(), 3);
+  ASSERT_EQ(g.tensors.size(), 5u);
+  for (size_t i = 0; i < 5; i++) {
+    const json& t = files().manifest["tensors"][i];
+    EXPECT_EQ(g.tensors[i].name, t["name"].get<std::string>());
+    EXPECT_EQ(g.tensors[i].split, i / 2);
+    expect_tensor(g, t);
+  }
+  // broken sets of parts
+  namespace fs = std::filesystem;
+  std::string d = files().path("splits");
+  fs::create_directory(d);
+  auto part = [&](int i) { return files().path("split-0000" + std::to_string(i) + "-of-00003.gguf"); };
+  EXPECT_NE(error_of([&] { gguf_load(part(2)); }).find("load it from its first part"), std::string::npos);
+  fs::copy_file(part(1), d + "/m.gguf");
+  EXPECT_NE(error_of([&] { gguf_load(d + "/m.gguf"); }).find("not named NAME-00001-of-00003.gguf"), std::string::npos);
+  fs::copy_file(part(1), d + "/m-00001-of-00003.gguf");
+  fs::copy_file(part(2), d + "/m-00002-of-00003.gguf");
+  std::string e = error_of([&] { gguf_load(d + "/m-00001-of-00003.gguf"); });
+  EXPECT_NE(e.find("m-00003-of-00003.gguf: no such file"), std::string::npos) << e;
+  fs::copy_file(part(2), d + "/m-00003-of-00003.gguf");
+  e = error_of([&] { gguf_load(d + "/m-00001-of-00003.gguf"); });
+  EXPECT_NE(e.find("does not say it is part 3 of 3"), std::string::npos) << e;
 }
 
 TEST(GGUF, UnsupportedType) {
