@@ -3,7 +3,7 @@
 //
 //   tg::gguf::GGUF g = tg::gguf::gguf_load("model.gguf");  // reads the header only; the file stays on DISK
 //   int64_t ctx = g.kv.at("llama.context_length").as_int();
-//   tg::Tensor w = g.tensor("blk.0.attn_q.weight");          // lazy: the block bytes copied to CPU, dequantized there
+//   tg::Tensor w = g.tensor("blk.0.attn_q.weight");          // lazy: realized, its bytes go to the device and decode there
 //   auto sd = g.state_dict();                                // every tensor, by name
 //
 // Multi-part models (NAME-00001-of-0000N.gguf ...) load from their first part.
@@ -89,7 +89,8 @@ struct Header {
 
 // parses the header of a GGUF file whose first bytes are `bytes` and whose whole size is `file_size` (>= bytes.size()).
 // Every count, length and tensor range is checked against the file size before anything is allocated; anything wrong
-// (bad magic or version, truncation, absurd counts, unknown value or tensor type, bad alignment, a duplicate key or
+// (bad magic or version, truncation, absurd counts: more than the rest of the file holds, over 2^25 metadata values in
+// all, arrays nested over 16 deep, over 2^54 elements in a tensor; unknown value or tensor type, bad alignment, a duplicate key or
 // tensor name, tensor data out of range or misaligned, ...) is a tg::Error that starts with `what` and names the key or
 // tensor at fault. Reading past bytes.size() (but not past file_size) throws NeedMore: call again with more bytes
 struct NeedMore {
