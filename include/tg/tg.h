@@ -10,4 +10,5 @@
 #include "tg/optim.h"
 #include "tg/state.h"
 #include "tg/datasets.h"
+#include "tg/gguf.h"
 #include "tg/function.h"
