@@ -28,7 +28,8 @@ enum class TokenType : int32_t { UNDEFINED = 0, NORMAL = 1, UNKNOWN = 2, CONTROL
 // the tokenizer.ggml.* values of a GGUF file (absent keys: empty vectors, nullopt)
 struct Vocab {
   std::string model = "gpt2";         // tokenizer.ggml.model: "gpt2" or "llama"
-  std::string pre = "default";        // tokenizer.ggml.pre (gpt2 only): "default"/"gpt2", "llama3"/"llama-bpe", "qwen2"
+  std::string pre = "default";        // tokenizer.ggml.pre (gpt2 only): "gpt-2", "llama3"/"llama-bpe", "qwen2";
+                                      // "default" is gpt2's regex here (llama.cpp's fallback regex is not supported)
   std::vector<std::string> tokens;    // tokenizer.ggml.tokens; the id is the index
   std::vector<float> scores;          // tokenizer.ggml.scores ("llama": merge priority); empty: all 0
   std::vector<int32_t> token_type;    // tokenizer.ggml.token_type (TokenType numbers); empty: all NORMAL

@@ -14,10 +14,10 @@ Tokenizer::Tokenizer(const Vocab& v) {
     throw Error("tokenizer: unsupported model '" + v.model + "' (tokenizer.ggml.model: gpt2 or llama)");
   m->spm = v.model == "llama";
   if (!m->spm) {
-    if (v.pre == "default" || v.pre == "gpt2") m->pre = Pre::GPT2;
+    if (v.pre == "default" || v.pre == "gpt2" || v.pre == "gpt-2") m->pre = Pre::GPT2;
     else if (v.pre == "llama3" || v.pre == "llama-bpe" || v.pre == "llama-v3") m->pre = Pre::LLAMA3, m->ignore_merges = true;
     else if (v.pre == "qwen2") m->pre = Pre::QWEN2;
-    else throw Error("tokenizer: unsupported pre-tokenizer '" + v.pre + "' (tokenizer.ggml.pre: default, gpt2, llama3, llama-bpe, qwen2)");
+    else throw Error("tokenizer: unsupported pre-tokenizer '" + v.pre + "' (tokenizer.ggml.pre: default, gpt-2, llama3, llama-bpe, qwen2)");
   }
   if (n == 0) throw Error("tokenizer: the vocabulary has no tokens");
   if (n > size_t(INT32_MAX)) throw Error("tokenizer: " + std::to_string(n) + " tokens do not fit int32 ids");
@@ -85,10 +85,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   return out;
 }
 
+static void check_id(size_t n, int32_t id) {
+  if (id < 0 || size_t(id) >= n) throw Error("tokenizer decode: token id " + std::to_string(id) + " is out of range (" + std::to_string(n) + " tokens)");
+}
+
 std::string Tokenizer::piece(int32_t id, bool special) const {
   const Impl& m = *impl;
-  if (id < 0 || size_t(id) >= m.tokens.size())
-    throw Error("tokenizer decode: token id " + std::to_string(id) + " is out of range (" + std::to_string(m.tokens.size()) + " tokens)");
+  check_id(m.tokens.size(), id);
   TokenType t = m.types[id];
   if (!special && (t == TokenType::CONTROL || t == TokenType::UNKNOWN)) return "";
   return m.bytes[id];
@@ -103,8 +106,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const 
 }
 
 int32_t Tokenizer::n_vocab() const { return int32_t(impl->tokens.size()); }
-const std::string& Tokenizer::token(int32_t id) const { piece(id); return impl->tokens[id]; }
-TokenType Tokenizer::type(int32_t id) const { piece(id); return impl->types[id]; }
+const std::string& Tokenizer::token(int32_t id) const { check_id(impl->tokens.size(), id); return impl->tokens[id]; }
+TokenType Tokenizer::type(int32_t id) const { check_id(impl->tokens.size(), id); return impl->types[id]; }
 std::optional<int32_t> Tokenizer::bos() const { return impl->bos; }
 std::optional<int32_t> Tokenizer::eos() const { return impl->eos; }
 

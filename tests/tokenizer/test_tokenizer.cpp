@@ -106,6 +106,7 @@ TEST(TokenizerOracle, Gpt2) {
   NEED_ORACLE();
   const json& b = oracle().j["bpe"];
   expect_cases(Tokenizer(vocab_of(b, "gpt2", "gpt2")), b["cases"]["gpt2"], false, true, true);
+  expect_cases(Tokenizer(vocab_of(b, "gpt2", "gpt-2")), b["cases"]["gpt2"], false, true, true);
   expect_cases(Tokenizer(vocab_of(b, "gpt2", "default")), b["cases"]["gpt2"], false, true, true);
 }
 TEST(TokenizerOracle, Llama3) {
