@@ -72,7 +72,7 @@ void Tokenizer::Impl::encode_bpe(std::string_view text, std::vector<int32_t>& ou
     std::string_view word = text.substr(cps.offsets[start], cps.offsets[end] - cps.offsets[start]);
     start = end;
     if (ignore_merges) {
-      if (auto it = normal.find(std::string(word)); it != normal.end()) { out.push_back(it->second); continue; }
+      if (auto it = normal.find(word); it != normal.end()) { out.push_back(it->second); continue; }
     }
     // symbols in a linked list; candidate merges in a heap by (rank, position), stale ones skipped when popped
     struct Sym { int32_t id; int prev, next; };

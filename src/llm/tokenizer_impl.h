@@ -32,7 +32,11 @@ struct Tokenizer::Impl {
   bool add_bos = false, add_eos = false, add_space_prefix = false;
 
   std::vector<std::string> bytes;                   // what each token decodes to (CONTROL/UNKNOWN: their text)
-  std::unordered_map<std::string, int32_t> normal;  // NORMAL tokens by their bytes ("gpt2") or their text ("llama")
+  struct Hash {  // lets find() take a string_view
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> normal;  // NORMAL tokens by their bytes ("gpt2") or text ("llama")
   std::array<int32_t, 256> byte_token;              // "gpt2": the token of one byte; "llama": <0xNN>; -1: none
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // "gpt2": (left, right) -> (rank, merged token)
   std::array<std::vector<int32_t>, 256> specials;   // CONTROL/USER_DEFINED/UNKNOWN tokens by first byte, longest first

@@ -52,7 +52,7 @@ void Tokenizer::Impl::encode_spm(std::string_view frag, bool prefix, std::vector
   auto push = [&](int l) {
     if (l < 0 || syms[l].next < 0) return;
     int r = syms[l].next;
-    auto it = normal.find(text.substr(syms[l].start, syms[l].len + syms[r].len));
+    auto it = normal.find(std::string_view(text).substr(syms[l].start, syms[l].len + syms[r].len));
     if (it != normal.end()) heap.push({scores[it->second], l, r, syms[l].len + syms[r].len});
   };
   for (int i = 0; i + 1 < int(syms.size()); i++) push(i);
@@ -66,12 +66,12 @@ void Tokenizer::Impl::encode_spm(std::string_view frag, bool prefix, std::vector
     push(l.prev), push(c.left);
   }
   for (int i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
-    std::string piece = text.substr(syms[i].start, syms[i].len);
+    std::string_view piece = std::string_view(text).substr(syms[i].start, syms[i].len);
     if (auto it = normal.find(piece); it != normal.end()) { out.push_back(it->second); continue; }
     for (unsigned char b : piece) {
       if (byte_token[b] >= 0) out.push_back(byte_token[b]);
       else if (unk) out.push_back(*unk);
-      else throw Error("tokenizer encode: no token for '" + piece + "', no <0x" + "0123456789ABCDEF"[b >> 4] + "0123456789ABCDEF"[b & 15] + "> byte token and no unknown token");
+      else throw Error("tokenizer encode: no token for '" + std::string(piece) + "', no <0x" + "0123456789ABCDEF"[b >> 4] + "0123456789ABCDEF"[b & 15] + "> byte token and no unknown token");
     }
   }
 }

@@ -69,6 +69,11 @@ void expect_cases(const Tokenizer& tok, const json& cases, bool add_special, boo
     std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> got = tok.encode(text, add_special, parse_special);
     EXPECT_EQ(got, want) << "text " << show(text);
+    if (!tok.bos()) {  // byte-level: the streamed pieces add up to the decoded text
+      std::string streamed;
+      for (int32_t id : got) streamed += tok.piece(id);
+      EXPECT_EQ(streamed, tok.decode(got)) << "pieces of " << show(text);
+    }
     if (!round_trip || (tok.bos() && tok.token(*tok.bos()) == "<s>" && has_special(text))) continue;
     EXPECT_EQ(tok.decode(got, /*special=*/!add_special), text) << "round trip of " << show(text);
     checked_round_trips++;
