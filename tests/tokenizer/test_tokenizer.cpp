@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "llm/tokenizer_impl.h"
 #include "llm/unicode.h"
@@ -260,6 +261,57 @@ TEST(Tokenizer, InvalidUtf8) {
   Vocab sv{.model = "llama", .tokens = {"<unk>", "a"}, .token_type = {2, 1}, .unk = 0, .add_bos = false};
   Tokenizer spm(sv);
   expect_error([&] { spm.encode("a\xC3(", false); }, "invalid UTF-8 at byte 2");
+}
+
+// random bytes: a tg::Error exactly when they are not well-formed UTF-8 (surrogates, overlong forms and code points past
+// U+10FFFF included), else the text back from its ids
+TEST(Tokenizer, RandomBytes) {
+  Tokenizer bpe(tiny_bpe());
+  Vocab sv{.model = "llama", .tokens = {"<unk>", "<s>", "\xE2\x96\x81"}, .token_type = {2, 3, 1}, .bos = 1, .unk = 0};
+  for (int b = 0; b < 256; b++) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    sv.tokens.push_back(name), sv.token_type.push_back(6);
+  }
+  Tokenizer spm(sv);
+  std::mt19937 rng(15);
+  int valid = 0, invalid = 0;
+  for (int n = 0; n < 3000; n++) {
+    std::string s(rng() % 12, '\0');
+    for (char& c : s) c = char(rng() % 4 == 0 ? 0x80 + rng() % 0x80 : rng() % 3 == 0 ? 0xC0 + rng() % 0x40 : rng() % 0x80);
+    // well-formed, as the Unicode standard's table 3-7 lists the byte sequences
+    bool ok = true;
+    for (size_t i = 0; i < s.size() && ok;) {
+      uint8_t a = uint8_t(s[i]);
+      auto in = [&](size_t k, int lo, int hi) { return i + k < s.size() && uint8_t(s[i + k]) >= lo && uint8_t(s[i + k]) <= hi; };
+      size_t len = a <= 0x7F ? 1 : a >= 0xC2 && a <= 0xDF && in(1, 0x80, 0xBF) ? 2
+                 : a == 0xE0 && in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3
+                 : ((a >= 0xE1 && a <= 0xEC) || a == 0xEE || a == 0xEF) && in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3
+                 : a == 0xED && in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3
+                 : a == 0xF0 && in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4
+                 : a >= 0xF1 && a <= 0xF3 && in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4
+                 : a == 0xF4 && in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+      ok = len != 0, i += len;
+    }
+    for (const Tokenizer* tok : {&bpe, &spm}) {
+      try {
+        std::vector<int32_t> ids = tok->encode(s, false);
+        EXPECT_TRUE(ok) << "accepted " << show(s);
+        EXPECT_EQ(tok->decode(ids), s);
+        valid++;
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        if (msg.find("invalid UTF-8") != std::string::npos) {
+          EXPECT_FALSE(ok) << "refused " << show(s) << ": " << msg;
+          invalid++;
+        } else {  // tiny_bpe spells only printable ASCII; the SentencePiece vocab has every byte
+          EXPECT_TRUE(tok == &bpe && msg.find("no token for byte") != std::string::npos) << msg;
+        }
+      }
+    }
+  }
+  EXPECT_GT(valid, 500);
+  EXPECT_GT(invalid, 1000);
 }
 
 TEST(Tokenizer, DecodeUnknownId) {

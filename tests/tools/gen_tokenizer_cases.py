@@ -45,6 +45,17 @@ TEXTS = [
   "a [SEP] b[SEP]c", " <|im_end|> [SEP] ", "<s>hello</s> <unk>", "x<s>",
 ]
 
+def random_texts(rng, n):
+  """strings of assigned code points from many scripts and categories (marks, symbols, other digits, spaces, emoji),
+  salted with the characters the regexes single out ('s, \r, \n, spaces, digits)"""
+  import unicodedata
+  by_cat = {}
+  for c in map(chr, range(0x20000)): by_cat.setdefault(unicodedata.category(c), []).append(c)
+  cats = sorted(k for k in by_cat if k not in ("Cn", "Cs", "Co"))  # a category first, so marks and spaces are not rare
+  salt = list("'sStTdDmMlLrReEvV \t\r\n\u00a0\u3000\u2028") + ["'s", "'LL", "  ", "\r\n", "123", "4567"]
+  pick = lambda: rng.choice(salt) if rng.random() < 0.4 else rng.choice(by_cat[rng.choice(cats)])
+  return ["".join(pick() for _ in range(rng.randint(1, 30))) for _ in range(n)]
+
 def cases(tok, texts, add_special=False):
   return [{"text": t, "ids": tok.encode(t, add_special_tokens=add_special).ids} for t in texts]
 
@@ -112,7 +123,7 @@ def main():
   corpus = all_fortunes + MULTI * 20
   rng = random.Random(15)
   sample = rng.sample(all_fortunes, 60)
-  texts = TEXTS + MULTI + sample + ["\n".join(rng.sample(all_fortunes, 20))]
+  texts = TEXTS + MULTI + sample + ["\n".join(rng.sample(all_fortunes, 20))] + random_texts(rng, 150)
   out = {"bpe": bpe(corpus, texts), "spm": spm(corpus, texts), "n_fortunes": len(all_fortunes)}
   with open(sys.argv[1], "w", encoding="utf-8") as f: json.dump(out, f, ensure_ascii=False)
 
