@@ -24,6 +24,7 @@ PACKAGES=(
   libsqlite3-dev
   nlohmann-json3-dev zlib1g-dev  # safetensors headers, gzipped datasets
   dataset-fashion-mnist          # /usr/share/datasets/fashion-mnist: tg::nn::datasets::mnist and tests/nn
+  fortunes                       # /usr/share/games/fortunes: the text tests/tokenizer trains its vocabularies on
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
   python3 python3-venv ca-certificates git  # python3-venv: .venv with gguf-py, which writes tests/llm's GGUF files
 )
@@ -65,6 +66,13 @@ build() {  # build DIR [cmake args...]
   cmake --build "$dir" -j"$JOBS"
 }
 
+# tests/tokenizer's oracle, Hugging Face tokenizers (PyPI), in the same .venv
+pyenv_tokenizers() {
+  .venv/bin/python3 -c 'import tokenizers' 2>/dev/null && return
+  echo "setup.sh: adding tokenizers to .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check 'tokenizers==0.23.3'
+}
+
 case $mode in
   run)
     build build -DCMAKE_BUILD_TYPE=Release
@@ -73,6 +81,7 @@ case $mode in
   test)
     pyenv
     build build -DCMAKE_BUILD_TYPE=Release
+    pyenv_tokenizers
     # the symbolic suite's headline first (how many cases render exactly as tinygrad), ctest's verdict last
     build/test_uop --gtest_filter='SymbolicSummary.*' | grep '^symbolic:' || true
     exec ctest --test-dir build --output-on-failure -j"$JOBS"
@@ -81,6 +90,7 @@ case $mode in
     # RelWithDebInfo: optimised like Release, but sanitizer reports carry file:line
     pyenv
     build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_SANITIZE=ON
+    pyenv_tokenizers
     export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     exec ctest --test-dir build-asan --output-on-failure -j"$JOBS"
