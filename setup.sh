@@ -47,12 +47,13 @@ fi
 
 JOBS=$(nproc)
 
-# the tests' Python packages (PyPI), in .venv (CMake's TG_PYTHON points there); skipped when they import already
+# the tests' Python packages (PyPI) in .venv, where CMake's TG_PYTHON points: gguf-py writes tests/llm's GGUF files,
+# Hugging Face tokenizers is tests/tokenizer's oracle; skipped when they import already
 pyenv() {
-  .venv/bin/python3 -c 'import gguf, numpy' 2>/dev/null && return
-  echo "setup.sh: making .venv with gguf and numpy"
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
+  .venv/bin/python3 -c 'import gguf, numpy, tokenizers' 2>/dev/null && return
+  echo "setup.sh: making .venv with gguf, numpy and tokenizers"
+  [ -x .venv/bin/pip ] || python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy 'tokenizers==0.23.3'
 }
 
 # configure (once, or again after a generator change) and build incrementally
@@ -66,13 +67,6 @@ build() {  # build DIR [cmake args...]
   cmake --build "$dir" -j"$JOBS"
 }
 
-# tests/tokenizer's oracle, Hugging Face tokenizers (PyPI), in the same .venv
-pyenv_tokenizers() {
-  .venv/bin/python3 -c 'import tokenizers' 2>/dev/null && return
-  echo "setup.sh: adding tokenizers to .venv"
-  .venv/bin/pip install --quiet --disable-pip-version-check 'tokenizers==0.23.3'
-}
-
 case $mode in
   run)
     build build -DCMAKE_BUILD_TYPE=Release
@@ -81,7 +75,6 @@ case $mode in
   test)
     pyenv
     build build -DCMAKE_BUILD_TYPE=Release
-    pyenv_tokenizers
     # the symbolic suite's headline first (how many cases render exactly as tinygrad), ctest's verdict last
     build/test_uop --gtest_filter='SymbolicSummary.*' | grep '^symbolic:' || true
     exec ctest --test-dir build --output-on-failure -j"$JOBS"
@@ -90,7 +83,6 @@ case $mode in
     # RelWithDebInfo: optimised like Release, but sanitizer reports carry file:line
     pyenv
     build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_SANITIZE=ON
-    pyenv_tokenizers
     export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     exec ctest --test-dir build-asan --output-on-failure -j"$JOBS"

@@ -11,4 +11,5 @@
 #include "tg/state.h"
 #include "tg/datasets.h"
 #include "tg/gguf.h"
+#include "tg/tokenizer.h"
 #include "tg/function.h"

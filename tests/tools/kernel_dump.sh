@@ -3,6 +3,8 @@
 # and keeps the generated C (the blocks to_program prints), dropping timings and gtest chatter. Two dumps of the same
 # suite compare with `diff -r` (a restructuring must leave every kernel byte-identical).
 #   tests/tools/kernel_dump.sh BUILD_DIR OUT_DIR [gtest filter]
+# BEAM picks its candidates by timing them, so the BEAM tests' kernels differ between two runs of one build: compare
+# them with the filter '-*Search*:*Beam*' (or compare only the conformance suite, which runs no BEAM).
 set -euo pipefail
 build=${1:?usage: kernel_dump.sh BUILD_DIR OUT_DIR [FILTER]}; out=${2:?usage: kernel_dump.sh BUILD_DIR OUT_DIR [FILTER]}
 filter=${3:-*}
