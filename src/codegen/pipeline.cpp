@@ -106,15 +106,15 @@ const PatternMatcher& pm_number_params() {
 }
 
 struct DecompMatchers { PatternMatcher early, late, final; };
-const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental) {
+const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental, const PatternMatcher* extra) {
   static std::mutex mu;
-  static std::map<std::tuple<uint64_t, uint64_t, bool, bool>, std::unique_ptr<DecompMatchers>> cache;
+  static std::map<std::tuple<uint64_t, uint64_t, bool, bool, const PatternMatcher*>, std::unique_ptr<DecompMatchers>> cache;
   std::lock_guard<std::mutex> l(mu);
-  auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental}];
+  auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental, extra}];
   if (!e) {
     PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops).pure();
     PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv).pure() + get_transcendental_patterns(ops, force_transcendental, true).pure();
-    PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + clang_extra_matcher() + pm_split_ends() + pm_remove_invalid();
+    PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + (extra ? *extra : PatternMatcher{}) + pm_split_ends() + pm_remove_invalid();
     // tinygrad commits the weak literals of the late decompositions (exp2's polynomial, shifts) in the final pass, which
     // then rebuilds every node above each one; committing them as they are made gives the same kernels
     e = std::make_unique<DecompMatchers>(DecompMatchers{early, pm_commit_weak() + late, final});
@@ -176,7 +176,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("pm_cast_float_alu", sink, pm_cast_float_alu());
 
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
-  const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2);
+  const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2, ren.extra_matcher);
   sink = rewrite("decomp_early", sink, d.early);
   // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
   sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
@@ -287,6 +287,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   prg->name = ki ? ki->function_name() : "test";
   if (ki) for (auto& o : ki->applied_opts) prg->applied_opts.push_back(o.str());
   std::vector<std::pair<int64_t, std::string>> vars;
+  bool global_ids = false;
   for (auto& u : sink.toposort()) {
     if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU) {
       const ParamArg& pa = u.arg().param();
@@ -305,8 +306,14 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
         }
       }
     }
-    if (u.op() == Ops::SPECIAL) throw Error("to_program: SPECIAL (GPU dims) on the CPU renderer");
+    if (u.op() == Ops::SPECIAL) {  // gidx<n> / lidx<n> / idx<n>: the launch's group, local or global size on axis n
+      const std::string& nm = u.arg().s();
+      auto& dims = nm[0] == 'l' ? prg->local : prg->global;
+      dims[size_t(nm.back() - '0')] = u.src(0).vmax().as_int();
+      global_ids |= nm[0] == 'i';
+    }
   }
+  if (global_ids) prg->local = {0, 0, 0};  // global ids only: the device picks the work-group size
   std::sort(prg->outs.begin(), prg->outs.end());
   std::sort(prg->ins.begin(), prg->ins.end());
   std::sort(vars.begin(), vars.end());
@@ -314,7 +321,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   std::vector<UOp> lst = linearize_program(sink);
   Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
   prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds);
-  prg->kernel = ren.render_kernel(lst, prg->name, EntryStyle::Runtime);
+  prg->kernel = ren.render_kernel(lst, prg->name, ren.entry_style);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
   std::lock_guard<std::mutex> l(mu);
   if (auto* hit = cache.find(key)) return *hit;  // another thread lowered it meanwhile

@@ -567,6 +567,7 @@ ClangRenderer::ClangRenderer() {
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";
   buffer_suffix = " restrict";
   type_map = {{DTypeId::bool_, "_Bool"}, {DTypeId::float16, "__fp16"}};
+  extra_matcher = &clang_extra_matcher();
   // math goes to builtins; EXP2/LOG2/SIN/RECIPROCAL are decomposed before rendering (as MAX and the floor ops are)
   for (Ops o : {EXP2, SIN, LOG2, TRUNC, RECIPROCAL}) code_for_op.erase(o);
   code_for_op[SQRT] = [](const std::vector<std::string>& a, DType dt) {
@@ -622,44 +623,58 @@ UOp cast_float_to_bf16(const UOp& x) {
 }
 }  // namespace
 
+namespace {
+// bfloat16 math through float32, and its casts as bit operations (tinygrad's create_non_native_float_pats((bfloat16,))
+// + pm_manual_bf16_cast), for dialects with no bfloat16 arithmetic
+PatternMatcher bf16_in_software() {
+  using enum Ops;
+  using namespace pat;
+  DTypeSet bf(dtypes::bfloat16);
+  PatternMatcher non_native{
+      U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
+        return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
+      },
+      U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
+        const UOp& x = m["x"];
+        std::vector<UOp> s;
+        for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
+        return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
+      },
+      U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
+        return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
+      },
+      U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
+        return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
+      },
+      U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
+        return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
+      },
+  };
+  PatternMatcher manual_bf16{
+      U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
+        return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
+      },
+      U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
+  };
+  return non_native + manual_bf16;
+}
+}  // namespace
+
 const PatternMatcher& clang_extra_matcher() {
   static const PatternMatcher pm = [] {
-    using enum Ops;
     using namespace pat;
-    DTypeSet bf(dtypes::bfloat16);
     PatternMatcher casts{
         V("x", dtypes::float64).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
         V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
         V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
     };
-    PatternMatcher non_native{
-        U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
-          return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
-        },
-        U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
-          const UOp& x = m["x"];
-          std::vector<UOp> s;
-          for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
-          return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
-        },
-        U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
-          return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
-        },
-        U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
-        },
-        U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
-        },
-    };
-    PatternMatcher manual_bf16{
-        U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
-          return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
-        },
-        U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
-    };
-    return (casts + non_native + manual_bf16).pure();
+    return (casts + bf16_in_software()).pure();
   }();
+  return pm;
+}
+
+const PatternMatcher& opencl_extra_matcher() {
+  static const PatternMatcher pm = bf16_in_software().pure();
   return pm;
 }
 
