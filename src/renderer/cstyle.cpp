@@ -624,12 +624,32 @@ UOp cast_float_to_bf16(const UOp& x) {
 }  // namespace
 
 namespace {
-// bfloat16 math through float32, and its casts as bit operations (tinygrad's create_non_native_float_pats((bfloat16,))
-// + pm_manual_bf16_cast), for dialects with no bfloat16 arithmetic
-PatternMatcher bf16_in_software() {
+UOp u32(int64_t v) { return UOp::const_(v, dtypes::uint32); }
+
+// float32 -> float16 in integer ops: round to nearest even, subnormals, overflow to inf, NaN stays NaN
+UOp cast_float_to_f16(const UOp& x) {
+  UOp u = x.bitcast(dtypes::uint32), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+  // below 2**-14 the result counts steps of 2**-24: scaled up, the float addition of 2**23 rounds it to even
+  UOp small = ((a.bitcast(dtypes::float32) * 16777216.0) + 8388608.0).bitcast(dtypes::uint32) - 0x4b000000u;
+  UOp normal = (a - 0x38000000u) >> 13, rem = a & 0x1fffu;
+  normal = normal + ((rem > 0x1000u) | (rem.eq(u32(0x1000)) & (normal & 1u).ne(u32(0)))).cast(dtypes::uint32);
+  UOp h = (a > 0x7f800000u).where(u32(0x7e00), (a >= 0x477ff000u).where(u32(0x7c00), (a < 0x38800000u).where(small, normal)));
+  return (h | sign).cast(dtypes::uint16).bitcast(dtypes::float16);
+}
+// float16 -> float32 exactly (subnormals through a float multiply, which is exact for them)
+UOp cast_f16_to_float(const UOp& x) {
+  UOp h = x.bitcast(dtypes::uint16).cast(dtypes::uint32), e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  UOp sub = (m.cast(dtypes::float32) * 5.9604644775390625e-08).bitcast(dtypes::uint32);
+  UOp bits = e.eq(u32(0)).where(sub, e.eq(u32(31)).where(u32(0x7f800000) | (m << 13), ((e + 112u) << 23) | (m << 13)));
+  return (bits | ((h & 0x8000u) << 16)).bitcast(dtypes::float32);
+}
+
+// math on the dtypes `bf` through float32 (tinygrad's create_non_native_float_pats), with bfloat16's casts as bit
+// operations (pm_manual_bf16_cast) and, when half_too, float16's likewise (dialects without half arithmetic)
+PatternMatcher floats_in_software(bool half_too) {
   using enum Ops;
   using namespace pat;
-  DTypeSet bf(dtypes::bfloat16);
+  DTypeSet bf = half_too ? DTypeSet{dtypes::bfloat16, dtypes::float16} : DTypeSet(dtypes::bfloat16);
   PatternMatcher non_native{
       U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
         return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
@@ -650,13 +670,19 @@ PatternMatcher bf16_in_software() {
         return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
       },
   };
-  PatternMatcher manual_bf16{
-      U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
+  DTypeSet b16(dtypes::bfloat16), f16(dtypes::float16);
+  PatternMatcher manual{
+      U(CAST, dtypes::float32, {V("x", b16)}) >> [](M m) {
         return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
       },
-      U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
+      U(CAST, b16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
   };
-  return non_native + manual_bf16;
+  if (half_too)
+    manual = manual + PatternMatcher{
+                          U(CAST, dtypes::float32, {V("x", f16)}) >> [](M m) { return cast_f16_to_float(m["x"]); },
+                          U(CAST, f16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_f16(m["x"]); },
+                      };
+  return non_native + manual;
 }
 }  // namespace
 
@@ -668,14 +694,14 @@ const PatternMatcher& clang_extra_matcher() {
         V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
         V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
     };
-    return (casts + bf16_in_software()).pure();
+    return (casts + floats_in_software(false)).pure();
   }();
   return pm;
 }
 
-const PatternMatcher& opencl_extra_matcher() {
-  static const PatternMatcher pm = bf16_in_software().pure();
-  return pm;
+const PatternMatcher& opencl_extra_matcher(bool native_half) {
+  static const PatternMatcher native = floats_in_software(false).pure(), emulated = floats_in_software(true).pure();
+  return native_half ? native : emulated;
 }
 
 // ***** 5. entry wrappers (the runtime's calling convention lives here, nowhere else) *****

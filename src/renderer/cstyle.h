@@ -137,13 +137,20 @@ const PatternMatcher& clang_extra_matcher();  // ClangRenderer.extra_matcher: fl
 
 // tinygrad's OpenCLRenderer: OpenCL C (__kernel, __global / __local, get_group_id / get_local_id, barriers, as_T
 // bitcasts, (float4)(...) vectors, half through cl_khr_fp16, bfloat16 as ushort in software). Its caps are set by the
-// device that owns it (runtime/cl.cpp): locals and shared memory with the device's limits, no threads, no tensor cores
+// device that owns it (runtime/cl.cpp): locals and shared memory with the device's limits, no threads, no tensor cores.
+// A device without cl_khr_fp16 (PoCL's CPU device) gets native_half=false: half is stored as ushort and computed in
+// float32 like bfloat16 (ours; tinygrad drops half from such a device's dtypes)
 class OpenCLRenderer : public CStyleLanguage {
  public:
-  OpenCLRenderer();
+  explicit OpenCLRenderer(bool native_half = true);
   std::string assemble(const Parts& p, const std::vector<UOp>& uops) const override;
+  bool native_half() const { return native_half_; }
+
+ private:
+  bool native_half_;
 };
-const PatternMatcher& opencl_extra_matcher();  // bfloat16 ALU through float32, manual bfloat16 casts
+// bfloat16 (and without native half, float16) ALU through float32, their casts as bit operations
+const PatternMatcher& opencl_extra_matcher(bool native_half);
 
 // an entry wrapper that calls `kernel` with the words of an argument array (EntryStyle::ArgArray); "" for None
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,

@@ -19,6 +19,13 @@ uint32_t bf16_bits(double v) {
   std::memcpy(&b, &f, 4);
   return std::isnan(f) ? 0x7fc0u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
 }
+// the bits of a value rounded to float16 (to nearest even: _Float16 does the rounding)
+uint32_t f16_bits(double v) {
+  _Float16 h = _Float16(v);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
 
 PatternMatcher opencl_rewrite() {
   return PatternMatcher{
@@ -31,11 +38,16 @@ PatternMatcher opencl_rewrite() {
       },
       // bfloat16 is stored as ushort: a literal is its bit pattern
       UPat(CAST, dtypes::bfloat16, {UPat::cvar("c")}) >> [](M m) { return emit(m, std::to_string(bf16_bits(m["c"].val().as_double())) + "u"); },
+      // so is half on a device without cl_khr_fp16
+      UPat(CAST, dtypes::float16, {UPat::cvar("c")}) >> [](M m) -> UOp {
+        if (static_cast<const OpenCLRenderer&>(rn(m)).native_half()) return {};
+        return emit(m, "((ushort)" + std::to_string(f16_bits(m["c"].val().as_double())) + "u)");
+      },
   };
 }
 }  // namespace
 
-OpenCLRenderer::OpenCLRenderer() {
+OpenCLRenderer::OpenCLRenderer(bool native_half) : native_half_(native_half) {
   device = "CL";
   has_local = true, has_shared = true, has_threads = false;
   kernel_typedef = "__kernel void";
@@ -50,13 +62,14 @@ OpenCLRenderer::OpenCLRenderer() {
   type_map = {{DTypeId::int8, "char"},   {DTypeId::uint8, "uchar"},   {DTypeId::uint32, "uint"},
               {DTypeId::uint16, "ushort"}, {DTypeId::uint64, "ulong"}, {DTypeId::bfloat16, "ushort"}};
   string_rewrite = opencl_rewrite() + string_rewrite;
-  extra_matcher = &opencl_extra_matcher();
+  if (!native_half) type_map[DTypeId::float16] = "ushort";
+  extra_matcher = &opencl_extra_matcher(native_half);
   entry_style = EntryStyle::None;
 }
 
 std::string OpenCLRenderer::assemble(const Parts& p, const std::vector<UOp>& uops) const {
   for (auto& u : uops)
-    if (u.dtype() == dtypes::float16) {
+    if (native_half_ && u.dtype() == dtypes::float16) {
       std::vector<std::string> prefix{"#pragma OPENCL EXTENSION cl_khr_fp16 : enable"};
       return render_body(p, uops, &prefix);
     }

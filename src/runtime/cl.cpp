@@ -129,13 +129,14 @@ class ClDevice : public Device {
     if (st != SUCCESS) a.ReleaseContext(ctx_);
     check(st, "clCreateCommandQueue");
     std::string exts = device_string(dev_, DEVICE_EXTENSIONS);
+    renderer_ = std::make_unique<OpenCLRenderer>(exts.find("cl_khr_fp16") != std::string::npos);
     key_ = "CL|" + device_string(dev_, DEVICE_NAME) + "|" + device_string(dev_, DEVICE_VERSION) + "|" +
            device_string(dev_, DRIVER_VERSION) + "|" + exts;
     align_ = std::max<size_t>(1, device_value<cl_uint>(dev_, DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
     std::array<size_t, 3> items{};
     check(a.GetDeviceInfo(dev_, DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items.data(), nullptr), "clGetDeviceInfo");
-    for (size_t i = 0; i < 3; i++) renderer_.local_max[i] = int64_t(std::min<size_t>(items[i], 0x8FFFFFFF));
-    renderer_.shared_max = int64_t(device_value<cl_ulong>(dev_, DEVICE_LOCAL_MEM_SIZE));
+    for (size_t i = 0; i < 3; i++) renderer_->local_max[i] = int64_t(std::min<size_t>(items[i], 0x8FFFFFFF));
+    renderer_->shared_max = int64_t(device_value<cl_ulong>(dev_, DEVICE_LOCAL_MEM_SIZE));
     if (settings().DEBUG >= 1) std::printf("CLDevice: opening %s (%s)\n", device_string(dev_, DEVICE_NAME).c_str(), device_string(dev_, DRIVER_VERSION).c_str());
   }
   ~ClDevice() override {
@@ -160,7 +161,7 @@ class ClDevice : public Device {
   }
   void synchronize() override { check(api().Finish(queue_), "clFinish"); }
 
-  const CStyleLanguage& renderer() override { return renderer_; }
+  const CStyleLanguage& renderer() override { return *renderer_; }
   std::string compiler_key() override { return key_; }
 
   std::string compile(const std::string& src) override {
@@ -311,7 +312,7 @@ class ClDevice : public Device {
   cl_command_queue queue_ = nullptr;
   std::string key_;
   size_t align_ = 1;
-  OpenCLRenderer renderer_;
+  std::unique_ptr<OpenCLRenderer> renderer_;
   std::mutex mu_;
   std::map<uintptr_t, Alloc> allocs_;
   uintptr_t next_ = uintptr_t(1) << 44;

@@ -1,5 +1,6 @@
 // tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
-// renderers without locals or tensor cores (the CPU): UPCAST, UNROLL, THREAD, NOLOCALS, PADTO.
+// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, NOLOCALS, PADTO (GROUP / GROUPTOP, the shared-memory
+// reduces, and TC are not ported).
 #include "codegen/opt/postrange.h"
 
 #include <algorithm>
@@ -164,6 +165,16 @@ std::vector<UOp> Scheduler::globalizable_rngs() const {
     }
   return ret;
 }
+void Scheduler::convert_loop_to_global() {
+  if (!ren.has_local) return;
+  std::unordered_map<UOp, UOp> subs;
+  for (auto& r : globalizable_rngs()) {
+    Arg::Ints a(r.arg().ints().begin(), r.arg().ints().end());
+    a.back() = int64_t(AxisType::GLOBAL);
+    subs[r] = r.replace({.arg = Arg(a)});
+  }
+  if (!subs.empty()) ast = ast.substitute(subs);
+}
 std::vector<std::string> Scheduler::colors() const {
   std::vector<UOp> out = output_rngs(), glob = globalizable_rngs(), rs = rngs();
   std::vector<std::string> ret;
@@ -207,7 +218,7 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
   int64_t ra = real_axis(opt.op, opt.axis);
   UOp rng = ra >= 0 ? rngs()[ra] : UOp::make(NOOP, dtypes::void_, {});
   std::optional<std::pair<UOp, UOp>> ret;
-  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD) {
+  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD || opt.op == OptOps::LOCAL) {
     int64_t amt = opt.arg.is<int64_t>() && opt.arg.i() != 0 ? opt.arg.i() : opt.arg.is<ConstVal>() && opt.arg.cval().as_int() != 0
                   ? opt.arg.cval().as_int() : rng.vmax().as_int() + 1;
     AxisType t = axis_type(rng);
@@ -225,7 +236,12 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
       for (auto x : axis_types()) check(x != AxisType::THREAD, "already threaded");
       check(has(globalizable_rngs(), rng), "can't apply range to this dim");
     }
-    AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL : AxisType::THREAD;
+    if (opt.op == OptOps::LOCAL) {
+      check(!dont_use_locals, "can't use locals");
+      check(t == AxisType::GLOBAL || t == AxisType::WEAK, "local is for globals");
+    }
+    AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL
+                : opt.op == OptOps::LOCAL ? AxisType::LOCAL : AxisType::THREAD;
     ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD);
   } else if (opt.op == OptOps::PADTO) {
     check(rng.src(0).op() == CONST, "only pad const axes");
@@ -417,8 +433,47 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   if (!k.upcasted() && !k.upcastable_dims().empty() && k.full_shape()[k.upcastable_dims().back()] % 4 == 0)
     k.apply_opt(Opt{OptOps::UPCAST, k.upcastable_dims().back(), Arg(int64_t(4))});
 
+  apply_locals(k);
   apply_threads(k);
   return k;
+}
+
+// GPU work-groups: up to three output axes local, expand axes (some buffer does not read along them) first, at most
+// 128 work-items
+void apply_locals(Scheduler& k) {
+  if (!k.ren.has_local) return;
+  if (settings().NOLOCALS) {
+    k.apply_opt(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
+    return;
+  }
+  auto rs = k.rngs();
+  auto fs = k.full_shape();
+  std::vector<std::pair<bool, int64_t>> ranking;
+  for (auto axis : k.axes_of({AxisType::GLOBAL, AxisType::WEAK})) {
+    if (rs[axis].src(0).op() != CONST) continue;
+    bool expand = false;
+    for (auto& b : k.bufs()) expand |= !b.src(1).get_idx().in_backward_slice_with_self(rs[axis]);
+    ranking.push_back({expand, axis});
+  }
+  std::sort(ranking.begin(), ranking.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second > b.second; });
+  std::vector<std::pair<int64_t, int64_t>> to_local;  // (axis, size)
+  for (auto& [_, axis] : ranking) {
+    int64_t local_size = 1;
+    for (auto& [a, sz] : to_local) local_size *= sz;
+    std::vector<int64_t> cands = {16, 8, 4, 3, 2};
+    if (axis == 0) cands.insert(cands.begin(), 32);
+    for (int64_t x : cands)
+      if (fs[axis] % x == 0 && local_size * x <= 128) { to_local.push_back({axis, x}); break; }
+  }
+  if (to_local.size() > 3) to_local.resize(3);
+  std::sort(to_local.begin(), to_local.end());
+  int64_t deleted = 0;
+  for (auto [axis, sz] : to_local) {
+    axis -= deleted;
+    bool will_delete = sz == k.full_shape()[axis];
+    k.apply_opt(Opt{OptOps::LOCAL, axis, Arg(sz)});
+    deleted += will_delete;
+  }
 }
 
 // about 128K ops per thread, on the first output axis the thread count divides
@@ -441,6 +496,7 @@ void apply_threads(Scheduler& k) {
 UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
   if (!ast.tag().none()) return ast;
   Scheduler k(ast, caps_of(ren));
+  k.convert_loop_to_global();
   const KernelInfo* ki = kernel_info(ast);
   if (ki && ki->opts_to_apply) {
     for (auto& o : *ki->opts_to_apply) k.apply_opt(o);
