@@ -25,6 +25,7 @@ PACKAGES=(
   nlohmann-json3-dev zlib1g-dev  # safetensors headers, gzipped datasets
   dataset-fashion-mnist          # /usr/share/datasets/fashion-mnist: tg::nn::datasets::mnist and tests/nn
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
+  ocl-icd-libopencl1 pocl-opencl-icd  # the CL device: the OpenCL loader (opened at run time) and PoCL's CPU device
   python3 ca-certificates git
 )
 

@@ -36,6 +36,13 @@ PatternMatcher opencl_rewrite() {
         if (as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL) return {};
         return emit(m, "as_" + rn(m).render_type(x) + "((" + rn(m).render_type(x.src(0)) + ")(" + cx(m)[x.src(0)] + "))");
       },
+      // OpenCL C has no casts between vector types: convert_<type>() (ours; tinygrad writes a C cast here)
+      UPat(CAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
+        const UOp& x = m.root();
+        auto as = x.addrspace();
+        if (lin_max_numel(x) <= 1 || as == AddrSpace::GLOBAL || as == AddrSpace::LOCAL) return {};
+        return emit(m, "convert_" + rn(m).render_type(x) + "(" + cx(m)[x.src(0)] + ")");
+      },
       // bfloat16 is stored as ushort: a literal is its bit pattern
       UPat(CAST, dtypes::bfloat16, {UPat::cvar("c")}) >> [](M m) { return emit(m, std::to_string(bf16_bits(m["c"].val().as_double())) + "u"); },
       // so is half on a device without cl_khr_fp16
