@@ -12,6 +12,7 @@
 #include "rt_test_util.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
+#include "tg/context.h"
 #include "tg/device.h"
 #include "tg/error.h"
 #include "tg/tensor.h"
@@ -193,4 +194,20 @@ TEST(ClHalf, BitsAreIeeeHalf) {
   EXPECT_EQ(f[4], 503 * 0x1p-24f);
   EXPECT_TRUE(std::isinf(f[5]));
   EXPECT_EQ((a.cast(dtypes::float16) * 2).cast(dtypes::float32).to_vector<float>()[1], -4.5f);
+}
+
+// BEAM times candidates on the CL device (work-group sizes among them); the result still computes the matmul
+TEST(ClLaunch, BeamSearchOnCl) {
+  Context beam({{"BEAM", 1}, {"IGNORE_BEAM_CACHE", 1}});
+  std::vector<float> av(16 * 24), bv(24 * 8);
+  for (size_t i = 0; i < av.size(); i++) av[i] = float(int(i % 7) - 3);
+  for (size_t i = 0; i < bv.size(); i++) bv[i] = float(int(i % 5) - 2);
+  Tensor a = Tensor::from_vector<float>(av, {16, 24}, std::nullopt, "CL"), b = Tensor::from_vector<float>(bv, {24, 8}, std::nullopt, "CL");
+  std::vector<float> c = a.matmul(b).to_vector<float>();
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) {
+      float s = 0;
+      for (int k = 0; k < 24; k++) s += av[size_t(i * 24 + k)] * bv[size_t(k * 8 + j)];
+      ASSERT_EQ(c[size_t(i * 8 + j)], s) << i << "," << j;  // small integers: exact in any order
+    }
 }

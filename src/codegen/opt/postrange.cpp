@@ -169,6 +169,8 @@ void Scheduler::convert_loop_to_global() {
   if (!ren.has_local) return;
   std::unordered_map<UOp, UOp> subs;
   for (auto& r : globalizable_rngs()) {
+    // ours: a launch's size is fixed when the kernel is lowered, so a loop of symbolic length stays a loop
+    if (r.src(0).simplify().op() != CONST) continue;
     Arg::Ints a(r.arg().ints().begin(), r.arg().ints().end());
     a.back() = int64_t(AxisType::GLOBAL);
     subs[r] = r.replace({.arg = Arg(a)});
