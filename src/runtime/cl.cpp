@@ -6,7 +6,7 @@
 // a kernel becomes a sub-buffer (which the device wants aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN).
 // Programs: compile() builds the source and stores each kernel's argument kinds ahead of the device binary (a kernel
 // takes buffers and int variables interleaved in slot order); load() rebuilds from that binary. Every command waits.
-#include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
