@@ -15,6 +15,7 @@
 #include "tg/context.h"
 #include "tg/device.h"
 #include "tg/error.h"
+#include "tg/jit.h"
 #include "tg/tensor.h"
 #include "util/process.h"
 
@@ -210,4 +211,16 @@ TEST(ClLaunch, BeamSearchOnCl) {
       for (int k = 0; k < 24; k++) s += av[size_t(i * 24 + k)] * bv[size_t(k * 8 + j)];
       ASSERT_EQ(c[size_t(i * 8 + j)], s) << i << "," << j;  // small integers: exact in any order
     }
+}
+
+// TinyJit replays its captured CL launches with each call's new input buffers
+TEST(ClJit, ReplaysOnCl) {
+  TinyJit f([](const std::vector<Tensor>& in) { return (in[0] * in[1] + 1).sum(0); });
+  for (int call = 0; call < 4; call++) {
+    std::vector<float> x{1, 2, 3, 4, 5, 6}, y(6, float(call));
+    Tensor r = f(Tensor::from_vector<float>(x, {2, 3}, std::nullopt, "CL"), Tensor::from_vector<float>(y, {2, 3}, std::nullopt, "CL"));
+    EXPECT_EQ(r.device(), "CL");
+    // column sums of x * call + 1: (1+4, 2+5, 3+6) * call + 2
+    EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{5.f * float(call) + 2, 7.f * float(call) + 2, 9.f * float(call) + 2})) << "call " << call;
+  }
 }
