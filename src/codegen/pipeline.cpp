@@ -21,6 +21,7 @@
 #include "codegen/simplify.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
+#include "uop/pattern_helpers.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
 #include "util/env.h"
@@ -105,6 +106,49 @@ const PatternMatcher& pm_number_params() {
   return pm;
 }
 
+// tinygrad's pm_implicit_barriers: a load from LOCAL memory after stores to it (through AFTER) waits at a work-group
+// barrier, and a loop that stores to and loads from a LOCAL buffer ends each iteration with one
+bool is_local_store(const UOp& x) { return x.op() == Ops::STORE && x.addrspace() == AddrSpace::LOCAL; }
+const PatternMatcher& pm_implicit_barriers() {
+  static const PatternMatcher pm{
+      UPat(Ops::AFTER, {}, {}, {}, "after", true) >> [](M m) -> UOp {
+        const UOp& after = m["after"];
+        if (after.addrspace() != AddrSpace::LOCAL) return {};
+        std::vector<UOp> deps(after.src().begin() + 1, after.src().end());
+        bool stored = false;
+        for (auto& x : UOp::sink(deps).toposort([](const UOp& x) { return x.op() != Ops::BARRIER; })) stored |= is_local_store(x);
+        if (!stored) return {};
+        return after.src(0).after({UOp::make(Ops::BARRIER, dtypes::void_, deps)});
+      },
+      UPat(Ops::END, {}, {}, {}, "end", true) >> [](M m) -> UOp {
+        const UOp& end = m["end"];
+        std::vector<UOp> rngs;
+        for (size_t i = 1; i < end.src().size(); i++) {
+          const UOp& r = end.src(i);
+          if (r.op() != Ops::RANGE || r.vmax().as_int() <= 0) continue;
+          AxisType t = AxisType(r.arg().ints().back());
+          if (t == AxisType::REDUCE || t == AxisType::WEAK || t == AxisType::LOOP) rngs.push_back(r);
+        }
+        if (rngs.empty() || end.src(0).op() == Ops::BARRIER) return {};
+        std::vector<UOp> sl = end.src(0).toposort(), store_bufs, loads;
+        for (auto& x : sl) {
+          if (!is_local_store(x)) continue;
+          auto xr = x.ranges();
+          if (std::any_of(rngs.begin(), rngs.end(), [&](const UOp& r) { return std::find(xr.begin(), xr.end(), r) != xr.end(); }))
+            store_bufs.push_back(x.src(0).buf_uop());
+        }
+        if (store_bufs.empty()) return {};
+        for (auto& x : sl)
+          if (x.op() == Ops::LOAD && std::find(store_bufs.begin(), store_bufs.end(), x.src(0).buf_uop()) != store_bufs.end()) loads.push_back(x);
+        if (loads.empty()) return {};
+        std::vector<UOp> src{UOp::make(Ops::BARRIER, dtypes::void_, pat::cat({end.src(0)}, loads))};
+        for (size_t i = 1; i < end.src().size(); i++) src.push_back(end.src(i));
+        return end.replace({.src = src});
+      },
+  };
+  return pm;
+}
+
 struct DecompMatchers { PatternMatcher early, late, final; };
 const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental, const PatternMatcher* extra) {
   static std::mutex mu;
@@ -184,7 +228,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());
   sink = rewrite("decomp_final", sink, d.final, ren);
   sink = rewrite("pm_casted_consts", sink, pm_casted_consts(), nullptr, false, true);
-  // pm_implicit_barriers: only LOCAL memory needs barriers, the CPU has none
+  sink = rewrite("pm_implicit_barriers", sink, pm_implicit_barriers());
   sink = tracked("add_control_flow", [&] { return add_control_flow(sink); });
   int64_t nparams = 0;
   for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <numeric>
 
+#include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
@@ -116,4 +117,67 @@ TEST(GpuDims, LocalOptsBecomeLocalIds) {
   EXPECT_EQ(g->local, (std::array<int64_t, 3>{0, 0, 0}));
   EXPECT_NE(g->kernel.src.find("get_global_id(0)"), std::string::npos) << g->kernel.src;
   run_and_check(*g, 512);
+}
+
+// GROUP / GROUPTOP: a reduce split over the work-items of a group, partial results in local memory behind a barrier,
+// then reduced again (tinygrad's fix_group_for_reduce and implicit barriers); sums of rows checked on CL
+TEST(GpuDims, GroupedReduceThroughLocalMemory) {
+  OpenCLRenderer ren;
+  UOp linear = schedule_linear({Tensor::empty({4, 64}).sum(1)});
+  UOp ast;
+  for (auto& c : linear.src()) if (c.src(0).op() == Ops::SINK) ast = c.src(0);
+  ASSERT_TRUE(ast.get());
+  for (OptOps op : {OptOps::GROUP, OptOps::GROUPTOP}) {
+    Scheduler k(ast, caps_of(ren));
+    k.convert_loop_to_global();
+    k.apply_opt(Opt{op, 0, Arg(int64_t(16))});
+    auto spec = to_program(k.get_optimized_ast("test"), ren);
+    SCOPED_TRACE(spec->kernel.src);
+    EXPECT_EQ(spec->local, (std::array<int64_t, 3>{16, 1, 1}));
+    EXPECT_EQ(spec->global, (std::array<int64_t, 3>{4, 1, 1}));
+    EXPECT_NE(spec->kernel.src.find("__local"), std::string::npos);
+    EXPECT_NE(spec->kernel.src.find("barrier(CLK_LOCAL_MEM_FENCE);"), std::string::npos);
+    Device& dev = get_device("CL");
+    auto prg = dev.load_cached(spec->kernel.entry_name, spec->kernel.src);
+    Buffer out("CL", 4, dtypes::float32), in("CL", 256, dtypes::float32);
+    std::vector<float> v(256), r(4);
+    std::iota(v.begin(), v.end(), 0.f);
+    in.copyin(v.data(), 1024);
+    void* bufs[] = {out.ptr(), in.ptr()};
+    LaunchDims dims;
+    for (size_t i = 0; i < 3; i++) dims.global[i] = int(spec->global[i]), dims.local[i] = int(spec->local[i]);
+    prg->launch(bufs, {}, dims);
+    out.copyout(r.data(), 16);
+    // row i sums 64i .. 64i+63: 64 * 64i + 2016
+    EXPECT_EQ(r, (std::vector<float>{2016, 6112, 10208, 14304}));
+  }
+}
+
+// the heuristic groups a reduce whose output is small (GROUPTOP 16, tinygrad's "are we grouping?"); row sums of
+// 0, 1, 2 ... checked on CL: row i of 256 sums to 65536 i + 32640 (exact in float32)
+TEST(GpuDims, HeuristicGroupsSmallOutputReduces) {
+  OpenCLRenderer ren;
+  UOp linear = schedule_linear({Tensor::empty({16, 256}).sum(1)});
+  UOp ast;
+  for (auto& c : linear.src()) if (c.src(0).op() == Ops::SINK) ast = c.src(0);
+  ASSERT_TRUE(ast.get());
+  auto spec = to_program(ast, ren);
+  SCOPED_TRACE(spec->kernel.src);
+  ASSERT_FALSE(spec->applied_opts.empty());
+  EXPECT_NE(spec->applied_opts[0].find("GROUPTOP"), std::string::npos) << spec->applied_opts[0];
+  EXPECT_EQ(spec->local[0], 16);
+  Device& dev = get_device("CL");
+  auto prg = dev.load_cached(spec->kernel.entry_name, spec->kernel.src);
+  Buffer out("CL", 16, dtypes::float32), in("CL", 4096, dtypes::float32);
+  std::vector<float> v(4096), r(16);
+  std::iota(v.begin(), v.end(), 0.f);
+  in.copyin(v.data(), v.size() * 4);
+  void* bufs[] = {out.ptr(), in.ptr()};
+  LaunchDims dims;
+  for (size_t i = 0; i < 3; i++) dims.global[i] = int(spec->global[i]), dims.local[i] = int(spec->local[i]);
+  prg->launch(bufs, {}, dims);
+  out.copyout(r.data(), 64);
+  for (int i = 0; i < 16; i++) EXPECT_EQ(r[size_t(i)], 65536.f * float(i) + 32640.f) << "row " << i;
+  // the CPU has no locals: the same kernel is not grouped there
+  for (auto& o : to_program(ast, ClangRenderer())->applied_opts) EXPECT_EQ(o.find("GROUP"), std::string::npos) << o;
 }

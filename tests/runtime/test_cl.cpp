@@ -224,3 +224,17 @@ TEST(ClJit, ReplaysOnCl) {
     EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{5.f * float(call) + 2, 7.f * float(call) + 2, 9.f * float(call) + 2})) << "call " << call;
   }
 }
+
+// whole-tensor reduces big enough to be grouped over a work-group (GROUPTOP, local memory, barriers), end to end
+TEST(ClLaunch, GroupedReducesEndToEnd) {
+  std::vector<float> v(4096);
+  std::iota(v.begin(), v.end(), 0.f);
+  Tensor x = Tensor::from_vector<float>(v, {4096}, std::nullopt, "CL");
+  EXPECT_EQ(x.sum().item<float>(), 8386560.f);  // 4096 * 4095 / 2, every partial sum an exact integer
+  EXPECT_EQ(x.max().item<float>(), 4095.f);
+  EXPECT_EQ((-x).max().item<float>(), 0.f);
+  Tensor m = x.reshape({64, 64}).max(0);  // column j: 63 * 64 + j
+  std::vector<float> want(64);
+  for (int j = 0; j < 64; j++) want[size_t(j)] = float(63 * 64 + j);
+  EXPECT_EQ(m.to_vector<float>(), want);
+}

@@ -1,6 +1,6 @@
 // tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
-// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, NOLOCALS, PADTO (GROUP / GROUPTOP, the shared-memory
-// reduces, and TC are not ported).
+// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO (TC and the matvec
+// heuristic are not ported).
 #include "codegen/opt/postrange.h"
 
 #include <algorithm>
@@ -220,10 +220,38 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
   int64_t ra = real_axis(opt.op, opt.axis);
   UOp rng = ra >= 0 ? rngs()[ra] : UOp::make(NOOP, dtypes::void_, {});
   std::optional<std::pair<UOp, UOp>> ret;
-  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD || opt.op == OptOps::LOCAL) {
+  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD || opt.op == OptOps::LOCAL ||
+      opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) {
     int64_t amt = opt.arg.is<int64_t>() && opt.arg.i() != 0 ? opt.arg.i() : opt.arg.is<ConstVal>() && opt.arg.cval().as_int() != 0
                   ? opt.arg.cval().as_int() : rng.vmax().as_int() + 1;
     AxisType t = axis_type(rng);
+    bool grouping = opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP;
+    auto reds = reduceops();
+    if (!reds.empty() && (grouping || (!axes_of({AxisType::GROUP_REDUCE}).empty() && opt.op != OptOps::NOLOCALS && opt.op != OptOps::PADTO))) {
+      int64_t upcast_local = 1;
+      auto fs = full_shape();
+      for (auto a : axes_of({AxisType::UPCAST, AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) upcast_local *= fs[a];
+      int64_t smem = amt * upcast_local * reds[0].dtype().itemsize();
+      check(smem <= ren.shared_max, "exceeds maximum shared memory size: needs " + std::to_string(smem) + ", max " + std::to_string(ren.shared_max));
+    }
+    if (!reds.empty() && grouping) {
+      // a GROUP_REDUCE cannot sit inside another reduce
+      for (auto& u : ast.toposort()) {
+        if (u.op() != REDUCE) continue;
+        bool mine = false;
+        for (size_t i = 1; i < u.src().size(); i++) mine |= has(u.src(i).ranges(), rng) || u.src(i) == rng;
+        if (!mine) continue;
+        for (auto& r : u.ranges()) {
+          AxisType rt = axis_type(r);
+          check(rt != AxisType::REDUCE && rt != AxisType::UNROLL && rt != AxisType::GROUP_REDUCE, "cannot have a GROUP_REDUCE inside another reduce");
+        }
+        break;
+      }
+    }
+    if (grouping) {
+      check(!dont_use_locals, "can't use locals");
+      check(t == AxisType::REDUCE, "group is for reduce");
+    }
     if (opt.op == OptOps::UNROLL) {
       check(amt <= 32, "don't unroll more than 32");
       check(t == AxisType::GROUP_REDUCE || t == AxisType::REDUCE, "unroll is for GROUP_REDUCE/REDUCE");
@@ -243,8 +271,8 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
       check(t == AxisType::GLOBAL || t == AxisType::WEAK, "local is for globals");
     }
     AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL
-                : opt.op == OptOps::LOCAL ? AxisType::LOCAL : AxisType::THREAD;
-    ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD);
+                : opt.op == OptOps::LOCAL ? AxisType::LOCAL : grouping ? AxisType::GROUP_REDUCE : AxisType::THREAD;
+    ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD || opt.op == OptOps::GROUPTOP);
   } else if (opt.op == OptOps::PADTO) {
     check(rng.src(0).op() == CONST, "only pad const axes");
     check(axis_type(rng) != AxisType::UPCAST && axis_type(rng) != AxisType::UNROLL, "cannot pad upcasted");
@@ -355,6 +383,19 @@ bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
+  // a reduce with a small output on a GPU: split it over 16 work-items of a group (GROUPTOP), and stop there
+  if (k.ren.has_local) {
+    int64_t out = 1;
+    for (auto i : k.upcastable_dims()) out *= k.output_shape()[i];
+    if (out <= (settings().NOLOCALS ? 240 : 2048))
+      for (int64_t axis : {0, 1, 2}) {
+        try {
+          k.apply_opt(Opt{OptOps::GROUPTOP, axis, Arg(int64_t(16))});
+          break;
+        } catch (const KernelOptError&) {}
+      }
+    if (!k.axes_of({AxisType::GROUP_REDUCE}).empty()) return k;
+  }
   // upcast small masked axes (from Tensor.stack, pads)
   std::set<const UOpNode*> where_gate_rngs;
   for (auto& u : k.ast.toposort()) if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
