@@ -1,5 +1,6 @@
 #pragma once
-// Device names as tinygrad spells them: "CPU", "CPU:1", "NULL", "DISK:/path" (CUDA is planned, not in this build).
+// Device names as tinygrad spells them: "CPU", "CPU:1", "NULL", "DISK:/path", "CL", "CL:1" (CUDA is planned, not in
+// this build).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,10 +14,11 @@ std::string canonicalize_device(std::string_view name);
 // the device new tensors go to: $DEV canonicalized, else "CPU"
 std::string default_device();
 
-// the device kinds that can be opened here: {"CPU", "NULL", "DISK"}
+// the device kinds this build has: {"CPU", "NULL", "DISK", "CL"} (CL opens only where OpenCL has a device)
 const std::vector<std::string>& device_kinds();
 
-// true when `name` names a device of one of device_kinds() (false, not an exception, for any other name)
+// true when `name` names a device of one of device_kinds() that this machine can open: CL needs the OpenCL loader
+// and a platform with a device (false, not an exception, for any other name)
 bool device_available(std::string_view name);
 
 }  // namespace tg

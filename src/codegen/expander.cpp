@@ -84,6 +84,25 @@ const PatternMatcher& expander2() {
 namespace {
 void flatten_into(std::vector<UOp>& out, const UOp& x) { for (auto& e : x.ended_ranges()) out.push_back(e); }
 
+// a reduce over GROUP_REDUCE ranges (GROUP/GROUPTOP): each work-item reduces its part, the partial results go to a LOCAL
+// buffer indexed by the group ranges (and the kernel's other local ranges), and a second reduce loops over that buffer
+UOp fix_group_for_reduce(const UOp& x) {
+  std::vector<UOp> gfr, rest;
+  for (size_t i = 1; i < x.src().size(); i++)
+    (x.src(i).op() == RANGE && axis_type(x.src(i)) == AxisType::GROUP_REDUCE ? gfr : rest).push_back(x.src(i));
+  if (gfr.empty()) return UOp();
+  std::vector<UOp> upstream_locals;
+  for (auto& u : x.toposort()) if (u.op() == RANGE && axis_type(u) == AxisType::LOCAL) upstream_locals.push_back(u);
+  // no reduce range left and no horizontal reduce: the partial result is the input itself
+  UOp ret = rest.empty() && x.arg().ints()[1] == 0 ? x.src(0) : x.replace({.src = cat({x.src(0)}, rest)});
+  std::vector<UOp> reduce_loop;
+  for (auto& r : gfr) reduce_loop.push_back(r.replace({.arg = Arg(Arg::Ints{r.arg().ints()[0] + 100, int64_t(AxisType::REDUCE)})}));
+  BufferizeOpts o;
+  o.device = gfr[0].arg().ints()[0], o.addrspace = AddrSpace::LOCAL;
+  UOp buf = ret.bufferize(cat(upstream_locals, gfr), make_arg(std::move(o))).index(cat(upstream_locals, reduce_loop));
+  return buf.reduce(reduce_loop, reduce_op(x));
+}
+
 UOp reduce_ranges_to_acc(ReduceContext& ctx, const UOp& r) {
   Ops rop = reduce_op(r);
   UOp acc = placeholder(r.shape_opt() && !r.shape().empty() ? r.shape() : Shape{1}, r.dtype(), ctx.acc_num++, AddrSpace::REG);
@@ -167,6 +186,7 @@ UOp merge_reduce_ends(const UOp& sink) {
 
 const PatternMatcher& pm_reduce_local() {
   static const PatternMatcher pm = PatternMatcher{
+      U(REDUCE, {}, {}, {}, "x", true) >> [](M m) { return fix_group_for_reduce(m["x"]); },
       U(REDUCE, {}, {U(), U()}, {}, "r", true) >> [](M m) { return reduce_ranges_to_acc(m.ctx<ReduceContext>(), m["r"]); },
       U(REDUCE, {}, {U()}, {}, "r") >> [](M m) { return expand_horizontal_reduce(m["r"]); },
       U(SINK, {}, {}, {}, "sink") >> [](M m) { return merge_reduce_ends(m["sink"]); },

@@ -21,6 +21,7 @@
 #include "codegen/simplify.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
+#include "uop/pattern_helpers.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
 #include "util/env.h"
@@ -105,16 +106,59 @@ const PatternMatcher& pm_number_params() {
   return pm;
 }
 
+// tinygrad's pm_implicit_barriers: a load from LOCAL memory after stores to it (through AFTER) waits at a work-group
+// barrier, and a loop that stores to and loads from a LOCAL buffer ends each iteration with one
+bool is_local_store(const UOp& x) { return x.op() == Ops::STORE && x.addrspace() == AddrSpace::LOCAL; }
+const PatternMatcher& pm_implicit_barriers() {
+  static const PatternMatcher pm{
+      UPat(Ops::AFTER, {}, {}, {}, "after", true) >> [](M m) -> UOp {
+        const UOp& after = m["after"];
+        if (after.addrspace() != AddrSpace::LOCAL) return {};
+        std::vector<UOp> deps(after.src().begin() + 1, after.src().end());
+        bool stored = false;
+        for (auto& x : UOp::sink(deps).toposort([](const UOp& x) { return x.op() != Ops::BARRIER; })) stored |= is_local_store(x);
+        if (!stored) return {};
+        return after.src(0).after({UOp::make(Ops::BARRIER, dtypes::void_, deps)});
+      },
+      UPat(Ops::END, {}, {}, {}, "end", true) >> [](M m) -> UOp {
+        const UOp& end = m["end"];
+        std::vector<UOp> rngs;
+        for (size_t i = 1; i < end.src().size(); i++) {
+          const UOp& r = end.src(i);
+          if (r.op() != Ops::RANGE || r.vmax().as_int() <= 0) continue;
+          AxisType t = AxisType(r.arg().ints().back());
+          if (t == AxisType::REDUCE || t == AxisType::WEAK || t == AxisType::LOOP) rngs.push_back(r);
+        }
+        if (rngs.empty() || end.src(0).op() == Ops::BARRIER) return {};
+        std::vector<UOp> sl = end.src(0).toposort(), store_bufs, loads;
+        for (auto& x : sl) {
+          if (!is_local_store(x)) continue;
+          auto xr = x.ranges();
+          if (std::any_of(rngs.begin(), rngs.end(), [&](const UOp& r) { return std::find(xr.begin(), xr.end(), r) != xr.end(); }))
+            store_bufs.push_back(x.src(0).buf_uop());
+        }
+        if (store_bufs.empty()) return {};
+        for (auto& x : sl)
+          if (x.op() == Ops::LOAD && std::find(store_bufs.begin(), store_bufs.end(), x.src(0).buf_uop()) != store_bufs.end()) loads.push_back(x);
+        if (loads.empty()) return {};
+        std::vector<UOp> src{UOp::make(Ops::BARRIER, dtypes::void_, pat::cat({end.src(0)}, loads))};
+        for (size_t i = 1; i < end.src().size(); i++) src.push_back(end.src(i));
+        return end.replace({.src = src});
+      },
+  };
+  return pm;
+}
+
 struct DecompMatchers { PatternMatcher early, late, final; };
-const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental) {
+const DecompMatchers& decomp_matchers(OpSet ops, bool disable_fast_idiv, bool force_transcendental, const PatternMatcher* extra) {
   static std::mutex mu;
-  static std::map<std::tuple<uint64_t, uint64_t, bool, bool>, std::unique_ptr<DecompMatchers>> cache;
+  static std::map<std::tuple<uint64_t, uint64_t, bool, bool, const PatternMatcher*>, std::unique_ptr<DecompMatchers>> cache;
   std::lock_guard<std::mutex> l(mu);
-  auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental}];
+  auto& e = cache[{ops.w[0], ops.w[1], disable_fast_idiv, force_transcendental, extra}];
   if (!e) {
     PatternMatcher early = symbolic_simple() + pm_fold_invalid_access() + get_simplifying_rewrite_patterns(ops).pure();
     PatternMatcher late = early + get_late_rewrite_patterns(ops, disable_fast_idiv).pure() + get_transcendental_patterns(ops, force_transcendental, true).pure();
-    PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + clang_extra_matcher() + pm_split_ends() + pm_remove_invalid();
+    PatternMatcher final = pm_commit_weak() + pm_cast_weak() + late + (extra ? *extra : PatternMatcher{}) + pm_split_ends() + pm_remove_invalid();
     // tinygrad commits the weak literals of the late decompositions (exp2's polynomial, shifts) in the final pass, which
     // then rebuilds every node above each one; committing them as they are made gives the same kernels
     e = std::make_unique<DecompMatchers>(DecompMatchers{early, pm_commit_weak() + late, final});
@@ -176,7 +220,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("pm_cast_float_alu", sink, pm_cast_float_alu());
 
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
-  const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2);
+  const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2, ren.extra_matcher);
   sink = rewrite("decomp_early", sink, d.early);
   // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
   sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
@@ -184,7 +228,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());
   sink = rewrite("decomp_final", sink, d.final, ren);
   sink = rewrite("pm_casted_consts", sink, pm_casted_consts(), nullptr, false, true);
-  // pm_implicit_barriers: only LOCAL memory needs barriers, the CPU has none
+  sink = rewrite("pm_implicit_barriers", sink, pm_implicit_barriers());
   sink = tracked("add_control_flow", [&] { return add_control_flow(sink); });
   int64_t nparams = 0;
   for (auto& x : sink.toposort()) nparams += x.op() == Ops::PARAM && x.arg().param().slot != -1;
@@ -287,6 +331,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   prg->name = ki ? ki->function_name() : "test";
   if (ki) for (auto& o : ki->applied_opts) prg->applied_opts.push_back(o.str());
   std::vector<std::pair<int64_t, std::string>> vars;
+  bool global_ids = false;
   for (auto& u : sink.toposort()) {
     if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU) {
       const ParamArg& pa = u.arg().param();
@@ -305,8 +350,14 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
         }
       }
     }
-    if (u.op() == Ops::SPECIAL) throw Error("to_program: SPECIAL (GPU dims) on the CPU renderer");
+    if (u.op() == Ops::SPECIAL) {  // gidx<n> / lidx<n> / idx<n>: the launch's group, local or global size on axis n
+      const std::string& nm = u.arg().s();
+      auto& dims = nm[0] == 'l' ? prg->local : prg->global;
+      dims[size_t(nm.back() - '0')] = u.src(0).vmax().as_int();
+      global_ids |= nm[0] == 'i';
+    }
   }
+  if (global_ids) prg->local = {0, 0, 0};  // global ids only: the device picks the work-group size
   std::sort(prg->outs.begin(), prg->outs.end());
   std::sort(prg->ins.begin(), prg->ins.end());
   std::sort(vars.begin(), vars.end());
@@ -314,7 +365,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   std::vector<UOp> lst = linearize_program(sink);
   Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
   prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds);
-  prg->kernel = ren.render_kernel(lst, prg->name, EntryStyle::Runtime);
+  prg->kernel = ren.render_kernel(lst, prg->name, ren.entry_style);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
   std::lock_guard<std::mutex> l(mu);
   if (auto* hit = cache.find(key)) return *hit;  // another thread lowered it meanwhile

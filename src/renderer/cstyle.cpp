@@ -567,6 +567,7 @@ ClangRenderer::ClangRenderer() {
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";
   buffer_suffix = " restrict";
   type_map = {{DTypeId::bool_, "_Bool"}, {DTypeId::float16, "__fp16"}};
+  extra_matcher = &clang_extra_matcher();
   // math goes to builtins; EXP2/LOG2/SIN/RECIPROCAL are decomposed before rendering (as MAX and the floor ops are)
   for (Ops o : {EXP2, SIN, LOG2, TRUNC, RECIPROCAL}) code_for_op.erase(o);
   code_for_op[SQRT] = [](const std::vector<std::string>& a, DType dt) {
@@ -622,45 +623,85 @@ UOp cast_float_to_bf16(const UOp& x) {
 }
 }  // namespace
 
+namespace {
+UOp u32(int64_t v) { return UOp::const_(v, dtypes::uint32); }
+
+// float32 -> float16 in integer ops: round to nearest even, subnormals, overflow to inf, NaN stays NaN
+UOp cast_float_to_f16(const UOp& x) {
+  UOp u = x.bitcast(dtypes::uint32), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+  // below 2**-14 the result counts steps of 2**-24: scaled up, the float addition of 2**23 rounds it to even
+  UOp small = ((a.bitcast(dtypes::float32) * 16777216.0) + 8388608.0).bitcast(dtypes::uint32) - 0x4b000000u;
+  UOp normal = (a - 0x38000000u) >> 13, rem = a & 0x1fffu;
+  normal = normal + ((rem > 0x1000u) | (rem.eq(u32(0x1000)) & (normal & 1u).ne(u32(0)))).cast(dtypes::uint32);
+  UOp h = (a > 0x7f800000u).where(u32(0x7e00), (a >= 0x477ff000u).where(u32(0x7c00), (a < 0x38800000u).where(small, normal)));
+  return (h | sign).cast(dtypes::uint16).bitcast(dtypes::float16);
+}
+// float16 -> float32 exactly (subnormals through a float multiply, which is exact for them)
+UOp cast_f16_to_float(const UOp& x) {
+  UOp h = x.bitcast(dtypes::uint16).cast(dtypes::uint32), e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  UOp sub = (m.cast(dtypes::float32) * 5.9604644775390625e-08).bitcast(dtypes::uint32);
+  UOp bits = e.eq(u32(0)).where(sub, e.eq(u32(31)).where(u32(0x7f800000) | (m << 13), ((e + 112u) << 23) | (m << 13)));
+  return (bits | ((h & 0x8000u) << 16)).bitcast(dtypes::float32);
+}
+
+// math on the dtypes `bf` through float32 (tinygrad's create_non_native_float_pats), with bfloat16's casts as bit
+// operations (pm_manual_bf16_cast) and, when half_too, float16's likewise (dialects without half arithmetic)
+PatternMatcher floats_in_software(bool half_too) {
+  using enum Ops;
+  using namespace pat;
+  DTypeSet bf = half_too ? DTypeSet{dtypes::bfloat16, dtypes::float16} : DTypeSet(dtypes::bfloat16);
+  PatternMatcher non_native{
+      U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
+        return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
+      },
+      U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
+        const UOp& x = m["x"];
+        std::vector<UOp> s;
+        for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
+        return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
+      },
+      U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
+        return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
+      },
+      U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
+        return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
+      },
+      U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
+        return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
+      },
+  };
+  DTypeSet b16(dtypes::bfloat16), f16(dtypes::float16);
+  PatternMatcher manual{
+      U(CAST, dtypes::float32, {V("x", b16)}) >> [](M m) {
+        return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
+      },
+      U(CAST, b16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
+  };
+  if (half_too)
+    manual = manual + PatternMatcher{
+                          U(CAST, dtypes::float32, {V("x", f16)}) >> [](M m) { return cast_f16_to_float(m["x"]); },
+                          U(CAST, f16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_f16(m["x"]); },
+                      };
+  return non_native + manual;
+}
+}  // namespace
+
 const PatternMatcher& clang_extra_matcher() {
   static const PatternMatcher pm = [] {
-    using enum Ops;
     using namespace pat;
-    DTypeSet bf(dtypes::bfloat16);
     PatternMatcher casts{
         V("x", dtypes::float64).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
         V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
         V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
     };
-    PatternMatcher non_native{
-        U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
-          return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
-        },
-        U(GroupOp::ALU - OpSet{WHERE}, bf, {}, {}, "x") >> [](M m) {
-          const UOp& x = m["x"];
-          std::vector<UOp> s;
-          for (auto& v : x.src()) s.push_back(v.cast(dtypes::float32));
-          return UOp::make(x.op(), s, x.arg()).cast(x.dtype());
-        },
-        U(GroupOp::ALU, dtypes::bool_, {V("x", bf), V("y", bf)}, {}, "alu") >> [](M m) {
-          return UOp::make(m["alu"].op(), {m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)}, m["alu"].arg());
-        },
-        U(CAST, bf, {V("x")}, {}, "y") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["x"].cast(dtypes::float32).cast(m["y"].dtype()) : UOp();
-        },
-        U(CAST, {}, {V("y", bf)}, {}, "x") >> [](M m) {
-          return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
-        },
-    };
-    PatternMatcher manual_bf16{
-        U(CAST, dtypes::float32, {V("x", bf)}) >> [](M m) {
-          return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
-        },
-        U(CAST, bf, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
-    };
-    return (casts + non_native + manual_bf16).pure();
+    return (casts + floats_in_software(false)).pure();
   }();
   return pm;
+}
+
+const PatternMatcher& opencl_extra_matcher(bool native_half) {
+  static const PatternMatcher native = floats_in_software(false).pure(), emulated = floats_in_software(true).pure();
+  return native_half ? native : emulated;
 }
 
 // ***** 5. entry wrappers (the runtime's calling convention lives here, nowhere else) *****

@@ -94,6 +94,10 @@ class CStyleLanguage : public Renderer {
   using OpFn = std::function<std::string(const std::vector<std::string>&, DType)>;
   std::unordered_map<Ops, OpFn> code_for_op;
   PatternMatcher string_rewrite;
+  // tinygrad's Renderer.extra_matcher: the dialect's own rewrites in the last decomposition pass (nullptr: none)
+  const PatternMatcher* extra_matcher = nullptr;
+  // how the runtime calls the kernel (Runtime: the CPU's wrapper; None: by its own name and signature, as OpenCL does)
+  EntryStyle entry_style = EntryStyle::Runtime;
 
   CStyleLanguage();
   std::string identity() const override;  // adds the type names
@@ -130,6 +134,23 @@ class ClangRenderer : public CStyleLanguage {
   std::string render_vector_prefix(DType dt, int64_t count) const;
 };
 const PatternMatcher& clang_extra_matcher();  // ClangRenderer.extra_matcher: float casts through float32, bfloat16 in software
+
+// tinygrad's OpenCLRenderer: OpenCL C (__kernel, __global / __local, get_group_id / get_local_id, barriers, as_T
+// bitcasts, (float4)(...) vectors, half through cl_khr_fp16, bfloat16 as ushort in software). Its caps are set by the
+// device that owns it (runtime/cl.cpp): locals and shared memory with the device's limits, no threads, no tensor cores.
+// A device without cl_khr_fp16 (PoCL's CPU device) gets native_half=false: half is stored as ushort and computed in
+// float32 like bfloat16 (ours; tinygrad drops half from such a device's dtypes)
+class OpenCLRenderer : public CStyleLanguage {
+ public:
+  explicit OpenCLRenderer(bool native_half = true);
+  std::string assemble(const Parts& p, const std::vector<UOp>& uops) const override;
+  bool native_half() const { return native_half_; }
+
+ private:
+  bool native_half_;
+};
+// bfloat16 (and without native half, float16) ALU through float32, their casts as bit operations
+const PatternMatcher& opencl_extra_matcher(bool native_half);
 
 // an entry wrapper that calls `kernel` with the words of an argument array (EntryStyle::ArgArray); "" for None
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,

@@ -68,6 +68,7 @@ void Buffer::copyout(void* host, size_t n) {
 
 void Buffer::copy_from(Buffer& src) {
   check_size("copy_from", nbytes(), src.nbytes());
+  if (&src.dev() == dev_) return nbytes() ? dev_->copy_on_device(ptr(), src.ptr(), nbytes()) : void();
   std::vector<char> tmp(nbytes());
   src.copyout(tmp.data(), tmp.size());
   copyin(tmp.data(), tmp.size());

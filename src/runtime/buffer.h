@@ -37,7 +37,7 @@ class Buffer {
 
   void copyin(const void* host, size_t nbytes);   // nbytes must equal nbytes()
   void copyout(void* host, size_t nbytes);        // nbytes must equal nbytes()
-  void copy_from(Buffer& src);                    // same nbytes; across devices through host memory
+  void copy_from(Buffer& src);                    // same nbytes; on one device by the device, across devices through host memory
 
  private:
   Device* dev_;

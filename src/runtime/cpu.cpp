@@ -52,6 +52,7 @@ class CpuDevice : public Device {
 
   void copyin(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copyout(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  void copy_on_device(void* dst, const void* src, size_t n) override { std::memmove(dst, src, n); }
   // clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
   // renderer's software bfloat16 rules (bit casts through float32) do all the math. Probed once, on first use
   const CStyleLanguage& renderer() override {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "tg/error.h"
 #include "util/settings.h"
@@ -17,11 +18,13 @@ struct Backend {
   const char* kind;
   const char* names;  // how its devices are named, for error messages
   std::unique_ptr<Device> (*open)(const std::string& name);
+  bool (*available)(const std::string& name) = nullptr;  // whether this machine can open it (nullptr: always)
 };
 constexpr Backend backends[] = {
     {"CPU", "CPU, CPU:n", make_cpu_device},
     {"NULL", "NULL", make_null_device},
     {"DISK", "DISK:/path", make_disk_device},
+    {"CL", "CL, CL:n", make_cl_device, cl_available},
 };
 
 const Backend* backend_of(std::string_view kind) {
@@ -33,6 +36,12 @@ const Backend* backend_of(std::string_view kind) {
 }  // namespace
 
 const CStyleLanguage& Device::renderer() { throw Error("device " + name_ + " runs no kernels: it has no renderer"); }
+
+void Device::copy_on_device(void* dst, const void* src, size_t nbytes) {
+  std::vector<char> tmp(nbytes);
+  copyout(tmp.data(), src, nbytes);
+  copyin(dst, tmp.data(), nbytes);
+}
 
 const std::vector<std::string>& device_kinds() {
   static const std::vector<std::string> kinds = [] {
@@ -72,8 +81,9 @@ std::string default_device() {
 
 bool device_available(std::string_view name) {
   try {
-    canonicalize_device(name);
-    return true;
+    std::string canon = canonicalize_device(name);
+    const Backend* b = backend_of(canon.substr(0, canon.find(':')));
+    return !b->available || b->available(canon);
   } catch (const Error&) {
     return false;
   }

@@ -57,6 +57,8 @@ class Device {
   LRUAllocator& allocator() { return lru_; }
   virtual void copyin(void* dst, const void* host_src, size_t nbytes) = 0;
   virtual void copyout(void* host_dst, const void* src, size_t nbytes) = 0;
+  // between two pointers of this device (the default stages through host memory)
+  virtual void copy_on_device(void* dst, const void* src, size_t nbytes);
   virtual void synchronize() {}
 
   // the dialect kernels for this device are rendered in, with its caps (threads, locals, shared memory, tensor cores,
@@ -93,5 +95,7 @@ Device& get_device(std::string_view name = "");
 std::unique_ptr<Device> make_cpu_device(const std::string& name);
 std::unique_ptr<Device> make_null_device(const std::string& name);
 std::unique_ptr<Device> make_disk_device(const std::string& name);
+std::unique_ptr<Device> make_cl_device(const std::string& name);
+bool cl_available(const std::string& name);  // the OpenCL loader loads and has the device CL:n
 
 }  // namespace tg

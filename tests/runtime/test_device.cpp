@@ -35,9 +35,10 @@ TEST(DeviceName, UnknownNamesTheDevice) {
   EXPECT_TRUE(device_available("cpu"));
 }
 
-// device_kinds() lists what opens here, and nothing else: CUDA is planned, not built
+// device_kinds() lists what this build has, and nothing else: CUDA is planned, not built. CL opens where OpenCL has a
+// device, which setup.sh provides (PoCL)
 TEST(DeviceName, KindsAreWhatOpens) {
-  EXPECT_EQ(device_kinds(), (std::vector<std::string>{"CPU", "NULL", "DISK"}));
+  EXPECT_EQ(device_kinds(), (std::vector<std::string>{"CPU", "NULL", "DISK", "CL"}));
   for (const std::string& kind : device_kinds()) {
     std::string name = kind == "DISK" ? "DISK:/nonexistent/file" : kind;  // DISK opens its file on first buffer use
     EXPECT_TRUE(device_available(name)) << name;
@@ -45,7 +46,7 @@ TEST(DeviceName, KindsAreWhatOpens) {
   }
   std::string err = error_of([] { get_device("CUDA"); });
   EXPECT_NE(err.find("'CUDA'"), std::string::npos) << err;
-  EXPECT_NE(err.find("CPU, CPU:n, NULL, DISK:/path"), std::string::npos) << err;
+  EXPECT_NE(err.find("CPU, CPU:n, NULL, DISK:/path, CL, CL:n"), std::string::npos) << err;
   EXPECT_THROW(canonicalize_device("cuda:0"), Error);
   EXPECT_FALSE(device_available("CUDA"));
 }

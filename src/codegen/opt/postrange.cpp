@@ -1,5 +1,6 @@
 // tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
-// renderers without locals or tensor cores (the CPU): UPCAST, UNROLL, THREAD, NOLOCALS, PADTO.
+// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO (TC and the matvec
+// heuristic are not ported).
 #include "codegen/opt/postrange.h"
 
 #include <algorithm>
@@ -164,6 +165,18 @@ std::vector<UOp> Scheduler::globalizable_rngs() const {
     }
   return ret;
 }
+void Scheduler::convert_loop_to_global() {
+  if (!ren.has_local) return;
+  std::unordered_map<UOp, UOp> subs;
+  for (auto& r : globalizable_rngs()) {
+    // ours: a launch's size is fixed when the kernel is lowered, so a loop of symbolic length stays a loop
+    if (r.src(0).simplify().op() != CONST) continue;
+    Arg::Ints a(r.arg().ints().begin(), r.arg().ints().end());
+    a.back() = int64_t(AxisType::GLOBAL);
+    subs[r] = r.replace({.arg = Arg(a)});
+  }
+  if (!subs.empty()) ast = ast.substitute(subs);
+}
 std::vector<std::string> Scheduler::colors() const {
   std::vector<UOp> out = output_rngs(), glob = globalizable_rngs(), rs = rngs();
   std::vector<std::string> ret;
@@ -207,10 +220,38 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
   int64_t ra = real_axis(opt.op, opt.axis);
   UOp rng = ra >= 0 ? rngs()[ra] : UOp::make(NOOP, dtypes::void_, {});
   std::optional<std::pair<UOp, UOp>> ret;
-  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD) {
+  if (opt.op == OptOps::UPCAST || opt.op == OptOps::UNROLL || opt.op == OptOps::THREAD || opt.op == OptOps::LOCAL ||
+      opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) {
     int64_t amt = opt.arg.is<int64_t>() && opt.arg.i() != 0 ? opt.arg.i() : opt.arg.is<ConstVal>() && opt.arg.cval().as_int() != 0
                   ? opt.arg.cval().as_int() : rng.vmax().as_int() + 1;
     AxisType t = axis_type(rng);
+    bool grouping = opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP;
+    auto reds = reduceops();
+    if (!reds.empty() && (grouping || (!axes_of({AxisType::GROUP_REDUCE}).empty() && opt.op != OptOps::NOLOCALS && opt.op != OptOps::PADTO))) {
+      int64_t upcast_local = 1;
+      auto fs = full_shape();
+      for (auto a : axes_of({AxisType::UPCAST, AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) upcast_local *= fs[a];
+      int64_t smem = amt * upcast_local * reds[0].dtype().itemsize();
+      check(smem <= ren.shared_max, "exceeds maximum shared memory size: needs " + std::to_string(smem) + ", max " + std::to_string(ren.shared_max));
+    }
+    if (!reds.empty() && grouping) {
+      // a GROUP_REDUCE cannot sit inside another reduce
+      for (auto& u : ast.toposort()) {
+        if (u.op() != REDUCE) continue;
+        bool mine = false;
+        for (size_t i = 1; i < u.src().size(); i++) mine |= has(u.src(i).ranges(), rng) || u.src(i) == rng;
+        if (!mine) continue;
+        for (auto& r : u.ranges()) {
+          AxisType rt = axis_type(r);
+          check(rt != AxisType::REDUCE && rt != AxisType::UNROLL && rt != AxisType::GROUP_REDUCE, "cannot have a GROUP_REDUCE inside another reduce");
+        }
+        break;
+      }
+    }
+    if (grouping) {
+      check(!dont_use_locals, "can't use locals");
+      check(t == AxisType::REDUCE, "group is for reduce");
+    }
     if (opt.op == OptOps::UNROLL) {
       check(amt <= 32, "don't unroll more than 32");
       check(t == AxisType::GROUP_REDUCE || t == AxisType::REDUCE, "unroll is for GROUP_REDUCE/REDUCE");
@@ -225,8 +266,13 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
       for (auto x : axis_types()) check(x != AxisType::THREAD, "already threaded");
       check(has(globalizable_rngs(), rng), "can't apply range to this dim");
     }
-    AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL : AxisType::THREAD;
-    ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD);
+    if (opt.op == OptOps::LOCAL) {
+      check(!dont_use_locals, "can't use locals");
+      check(t == AxisType::GLOBAL || t == AxisType::WEAK, "local is for globals");
+    }
+    AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL
+                : opt.op == OptOps::LOCAL ? AxisType::LOCAL : grouping ? AxisType::GROUP_REDUCE : AxisType::THREAD;
+    ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD || opt.op == OptOps::GROUPTOP);
   } else if (opt.op == OptOps::PADTO) {
     check(rng.src(0).op() == CONST, "only pad const axes");
     check(axis_type(rng) != AxisType::UPCAST && axis_type(rng) != AxisType::UNROLL, "cannot pad upcasted");
@@ -337,6 +383,19 @@ bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
+  // a reduce with a small output on a GPU: split it over 16 work-items of a group (GROUPTOP), and stop there
+  if (k.ren.has_local) {
+    int64_t out = 1;
+    for (auto i : k.upcastable_dims()) out *= k.output_shape()[i];
+    if (out <= (settings().NOLOCALS ? 240 : 2048))
+      for (int64_t axis : {0, 1, 2}) {
+        try {
+          k.apply_opt(Opt{OptOps::GROUPTOP, axis, Arg(int64_t(16))});
+          break;
+        } catch (const KernelOptError&) {}
+      }
+    if (!k.axes_of({AxisType::GROUP_REDUCE}).empty()) return k;
+  }
   // upcast small masked axes (from Tensor.stack, pads)
   std::set<const UOpNode*> where_gate_rngs;
   for (auto& u : k.ast.toposort()) if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
@@ -417,8 +476,47 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   if (!k.upcasted() && !k.upcastable_dims().empty() && k.full_shape()[k.upcastable_dims().back()] % 4 == 0)
     k.apply_opt(Opt{OptOps::UPCAST, k.upcastable_dims().back(), Arg(int64_t(4))});
 
+  apply_locals(k);
   apply_threads(k);
   return k;
+}
+
+// GPU work-groups: up to three output axes local, expand axes (some buffer does not read along them) first, at most
+// 128 work-items
+void apply_locals(Scheduler& k) {
+  if (!k.ren.has_local) return;
+  if (settings().NOLOCALS) {
+    k.apply_opt(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
+    return;
+  }
+  auto rs = k.rngs();
+  auto fs = k.full_shape();
+  std::vector<std::pair<bool, int64_t>> ranking;
+  for (auto axis : k.axes_of({AxisType::GLOBAL, AxisType::WEAK})) {
+    if (rs[axis].src(0).op() != CONST) continue;
+    bool expand = false;
+    for (auto& b : k.bufs()) expand |= !b.src(1).get_idx().in_backward_slice_with_self(rs[axis]);
+    ranking.push_back({expand, axis});
+  }
+  std::sort(ranking.begin(), ranking.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second > b.second; });
+  std::vector<std::pair<int64_t, int64_t>> to_local;  // (axis, size)
+  for (auto& [_, axis] : ranking) {
+    int64_t local_size = 1;
+    for (auto& [a, sz] : to_local) local_size *= sz;
+    std::vector<int64_t> cands = {16, 8, 4, 3, 2};
+    if (axis == 0) cands.insert(cands.begin(), 32);
+    for (int64_t x : cands)
+      if (fs[axis] % x == 0 && local_size * x <= 128) { to_local.push_back({axis, x}); break; }
+  }
+  if (to_local.size() > 3) to_local.resize(3);
+  std::sort(to_local.begin(), to_local.end());
+  int64_t deleted = 0;
+  for (auto [axis, sz] : to_local) {
+    axis -= deleted;
+    bool will_delete = sz == k.full_shape()[axis];
+    k.apply_opt(Opt{OptOps::LOCAL, axis, Arg(sz)});
+    deleted += will_delete;
+  }
 }
 
 // about 128K ops per thread, on the first output axis the thread count divides
@@ -441,6 +539,7 @@ void apply_threads(Scheduler& k) {
 UOp apply_opts(const UOp& ast, const CStyleLanguage& ren) {
   if (!ast.tag().none()) return ast;
   Scheduler k(ast, caps_of(ren));
+  k.convert_loop_to_global();
   const KernelInfo* ki = kernel_info(ast);
   if (ki && ki->opts_to_apply) {
     for (auto& o : *ki->opts_to_apply) k.apply_opt(o);

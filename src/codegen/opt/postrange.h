@@ -47,6 +47,7 @@ class Scheduler {
   std::pair<UOp, UOp> shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top = false);
   std::optional<std::pair<UOp, UOp>> apply_opt(const Opt& opt, bool append_opt = true);
   UOp get_optimized_ast(std::optional<std::string> name_override = std::nullopt);
+  void convert_loop_to_global();  // on a renderer with locals, the output loops that can be launched become GLOBAL
 
  private:
   int64_t opt_range_ = 0;
@@ -58,6 +59,7 @@ class Scheduler {
 
 Scheduler hand_coded_optimizations(const Scheduler& k);
 void apply_threads(Scheduler& k);  // the heuristic's last step: THREAD on a big kernel that has none
+void apply_locals(Scheduler& k);   // on a GPU before it: LOCAL on up to three output axes (NOLOCALS=1: none)
 // the pass: opts_to_apply, else (unless NOOPT or opts were applied) the hand-coded heuristics; names the kernel
 UOp apply_opts(const UOp& ast, const CStyleLanguage& ren);
 

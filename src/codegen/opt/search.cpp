@@ -146,7 +146,7 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   for (auto& u : s.ast.toposort())
     if (u.op() == Ops::PARAM && !u.arg().param().device.empty()) device = u.arg().param().device;
   if (device.empty()) device = "CPU";
-  if (device != "CPU") return s;  // NULL renders only; DISK runs no kernels
+  if (device == "NULL" || device.starts_with("DISK")) return s;  // NULL renders only; DISK runs no kernels
   std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|" + device;
   const Settings& set = settings();
   bool use_cache = set.CACHELEVEL >= 1;
