@@ -195,7 +195,7 @@ TEST(TensorSelect, ScatterReduce) {
     for (bool inc : {true, false}) {
       std::string n = red + (inc ? "" : " exclude self");
       cs.push_back({n, self.t.scatter_reduce(0, i0.t, src.t, red, inc), self.a.scatter_reduce(0, i0.a, src.a, red, inc)});
-      cs.push_back({n + " dim 1", b.t.scatter_reduce(1, i1.t, src.t, red, inc), b.a.scatter_reduce(1, i1.a, src.a, red, inc)});
+      if (red == "sum" || red == "amax") cs.push_back({n + " dim 1", b.t.scatter_reduce(1, i1.t, src.t, red, inc), b.a.scatter_reduce(1, i1.a, src.a, red, inc)});
     }
   Pair v = input({5}, dtypes::float32, -3, 3, 4), vs = input({}, dtypes::float32, -3, 3, 5);
   cs.push_back({"0-d", vs.t.scatter_reduce(0, ints({0}, {}).t, vs.t * 2, "sum"), vs.a.scatter_reduce(0, ints({0}, {}).a, vs.a * 2, "sum")});
@@ -203,7 +203,7 @@ TEST(TensorSelect, ScatterReduce) {
   expect_all(cs, "float");
   Pair is = input({4, 3}, dtypes::int32, -9, 9, 6), isrc = input({6, 3}, dtypes::int32, -9, 9, 7);
   std::vector<Case> ic;
-  for (std::string red : {"sum", "prod", "amax", "amin"})
+  for (std::string red : {"prod", "amin"})
     ic.push_back({red, is.t.scatter_reduce(0, i0.t, isrc.t, red, false), is.a.scatter_reduce(0, i0.a, isrc.a, red, false)});
   expect_all(ic, "int");
 }
@@ -213,26 +213,15 @@ TEST(TensorSelect, MaskedSelectNonzero) {
   Pair z = input({2, 3, 2}, dtypes::int32, -1, 2, 4);
   at::Tensor no = at::zeros({5}, at::kBool);
   Pair none{to_tg(no), no};
-  std::vector<Case> cs{
-      {"masked_select", x.t.masked_select(m.t), x.a.masked_select(m.a)},
-      {"masked_select broadcast", x.t.masked_select(r.t), x.a.masked_select(r.a)},
-      {"masked_select permuted", x.t.transpose().masked_select(m.t.transpose()), x.a.t().masked_select(m.a.t())},
-      {"masked_select none true", none.t.cast(dtypes::float32).masked_select(none.t), none.a.to(at::kFloat).masked_select(none.a)},
-  };
-  // size: cut to the first `size`, or filled with fill_value (hand-derived from torch's unsized result)
+  // with size: filled with fill_value past the count (hand-derived from torch's unsized result)
   at::Tensor all = x.a.masked_select(m.a);
-  int64_t cnt = all.numel();
-  cs.push_back({"masked_select size cut", x.t.masked_select(m.t, 2), all.narrow(0, 0, 2)});
-  cs.push_back({"masked_select size fill", x.t.masked_select(m.t, cnt + 3, -1.5), at::cat({all, at::full({3}, -1.5)})});
-  expect_all(cs, "");
-  EXPECT_TRUE(same(none.t.masked_select(none.t), none.a.masked_select(none.a))) << "no trues: an empty result";
-  expect_all({{"nonzero", z.t.nonzero(), z.a.nonzero().to(at::kInt)},
-              {"nonzero bool", m.t.nonzero(), m.a.nonzero().to(at::kInt)},
-              {"nonzero 1-d", x.t.gt(0).flatten().nonzero(), x.a.gt(0).flatten().nonzero().to(at::kInt)},
-              {"nonzero size", z.t.nonzero(3), z.a.nonzero().narrow(0, 0, 3).to(at::kInt)},
-              {"nonzero size fill", z.t.nonzero(z.a.nonzero().size(0) + 1, -1),
-               at::cat({z.a.nonzero(), at::full({1, 3}, -1, at::kLong)}).to(at::kInt)}},
-             "nonzero");
+  expect_all({{"masked_select", x.t.masked_select(m.t), all},
+              {"masked_select broadcast", x.t.transpose().masked_select(r.t.reshape({4, 1})), x.a.t().masked_select(r.a.reshape({4, 1}))},
+              {"masked_select size fill", x.t.masked_select(m.t, all.numel() + 3, -1.5), at::cat({all, at::full({3}, -1.5)})}},
+             "");
+  EXPECT_TRUE(same(none.t.cast(dtypes::float32).masked_select(none.t), none.a.to(at::kFloat).masked_select(none.a))) << "no trues: empty";
+  at::Tensor nz = z.a.nonzero().to(at::kInt);
+  expect_all({{"nonzero", z.t.nonzero(), nz}, {"nonzero size cut", z.t.nonzero(3), nz.narrow(0, 0, 3)}}, "nonzero");
   tg::Tensor s(2.5f, dtypes::float32);
   EXPECT_EQ(s.nonzero().shape(), (tg::Shape{1, 0}));
   EXPECT_EQ(tg::Tensor(0.0f, dtypes::float32).nonzero().shape(), (tg::Shape{0, 0}));
@@ -243,27 +232,24 @@ TEST(TensorSelect, SortTopk) {
   // rows of random values and rows with ties (the sort is stable: ties keep their order, as torch's stable=True)
   at::Tensor base = at::cat({input({3, 6}, dtypes::float32).a, oracle::make<double>({2, 1, 2, 1, 2, 1, 0, 0, 0, 0, 0, 0}, {2, 6}, at::kFloat)});
   Pair x{to_tg(base), base};
+  // each sort compiles its own stages: one ascending float sort, one descending int sort below
   auto [av, ai] = x.a.sort(true, -1, false);
-  auto [dv, di] = x.a.sort(true, -1, true);
   auto [tv, ti] = x.t.sort();
-  auto [tdv, tdi] = x.t.sort(-1, true);
-  std::vector<Case> vals{{"sort", tv, av}, {"sort descending", tdv, dv}};
-  std::vector<Case> idx{{"sort indices", ti, ai.to(at::kInt)}, {"sort descending indices", tdi, di.to(at::kInt)},
-                        {"argsort", x.t.argsort(), x.a.argsort(true, -1, false).to(at::kInt)}};
-  auto [kv, ki] = x.t.topk(3);
-  auto [kav, kai] = x.a.topk(3);
+  std::vector<Case> vals{{"sort", tv, av}};
+  std::vector<Case> idx{{"sort indices", ti, ai.to(at::kInt)}, {"argsort", x.t.argsort(), x.a.argsort(true, -1, false).to(at::kInt)}};
   auto [sv, si] = x.t.topk(2, -1, false);
   auto [sav, sai] = x.a.topk(2, -1, false);
-  vals.insert(vals.end(), {{"topk", kv, kav}, {"topk smallest", sv, sav}});
-  // torch's topk does not promise an order among ties: only rows without ties are compared by index
-  idx.insert(idx.end(), {{"topk indices", ki.shrink({{0, 3}, {0, 3}}), kai.narrow(0, 0, 3).to(at::kInt)},
-                         {"topk smallest indices", si.shrink({{0, 3}, {0, 2}}), sai.narrow(0, 0, 3).to(at::kInt)}});
-  // along dim 0 of a 3-d tensor, a length that is a power of two
-  Pair y = input({8, 2, 3}, dtypes::float32, -3, 3, 2);
+  vals.push_back({"topk smallest", sv, sav});
+  // torch's topk does not promise an order among ties (the stable sort's order is the oracle for the int case below):
+  // only rows without ties are compared with torch's topk indices
+  idx.push_back({"topk smallest indices", si.shrink({{0, 3}, {0, 2}}), sai.narrow(0, 0, 3).to(at::kInt)});
+  // ints along dim 0 of a 3-d tensor, descending, a length that is a power of two, many ties
+  Pair y = input({8, 2, 3}, dtypes::int32, -4, 4, 2);
   auto [yv, yi] = y.t.sort(0, true);
   auto [yav, yai] = y.a.sort(true, 0, true);
-  vals.push_back({"sort dim 0", yv, yav});
-  idx.push_back({"sort dim 0 indices", yi, yai.to(at::kInt)});
+  auto [ykv, yki] = y.t.topk(5, 0);
+  vals.insert(vals.end(), {{"sort int dim 0", yv.float_(), yav.to(at::kFloat)}, {"topk int dim 0", ykv.float_(), yav.narrow(0, 0, 5).to(at::kFloat)}});
+  idx.insert(idx.end(), {{"sort int dim 0 indices", yi, yai.to(at::kInt)}, {"topk int dim 0 indices", yki, yai.narrow(0, 0, 5).to(at::kInt)}});
   // 0-d and length-1 dims sort to themselves with index 0
   Pair s = input({}, dtypes::float32, -3, 3, 3), one = input({3, 1}, dtypes::float32, -3, 3, 4);
   vals.insert(vals.end(), {{"sort 0-d", s.t.sort().first, std::get<0>(s.a.sort())}, {"sort length 1", one.t.sort().first, std::get<0>(one.a.sort())},
@@ -271,10 +257,6 @@ TEST(TensorSelect, SortTopk) {
   idx.push_back({"sort length 1 indices", one.t.sort().second, std::get<1>(one.a.sort()).to(at::kInt)});
   expect_all(vals, "values");
   expect_all(idx, "indices");
-  Pair i = input({2, 5}, dtypes::int32, -4, 4, 5);
-  auto [iv, ii] = i.t.sort(1, true);
-  auto [iav, iai] = i.a.sort(true, 1, true);
-  expect_all({{"sort int", iv, iav}, {"sort int indices", ii, iai.to(at::kInt)}}, "int");
 }
 
 TEST(TensorSelect, Errors) {
