@@ -255,6 +255,13 @@ TEST(TensorSelect, SortTopk) {
   vals.insert(vals.end(), {{"sort 0-d", s.t.sort().first, std::get<0>(s.a.sort())}, {"sort length 1", one.t.sort().first, std::get<0>(one.a.sort())},
                            {"topk 0-d", s.t.topk(1).first, std::get<0>(s.a.topk(1))}});
   idx.push_back({"sort length 1 indices", one.t.sort().second, std::get<1>(one.a.sort()).to(at::kInt)});
+  // half, and bool (min/max of bools stay bool; descending with ties)
+  Pair h = input({2, 3}, dtypes::float16, -3, 3, 9), b = input({2, 3}, dtypes::bool_, -1, 1, 9), c = input({2, 3}, dtypes::bool_, -1, 1, 10);
+  auto [bv, bi] = b.t.sort(1, true);
+  auto [bav, bai] = b.a.sort(true, 1, true);
+  idx.push_back({"sort bool indices", bi, bai.to(at::kInt)});
+  expect_all({{"sort half", h.t.sort(1).first, std::get<0>(h.a.sort(1))}}, "half");
+  expect_all({{"sort bool", bv, bav}, {"minimum", b.t.minimum(c.t), at::minimum(b.a, c.a)}, {"maximum", b.t.maximum(c.t), at::maximum(b.a, c.a)}}, "bool");
   expect_all(vals, "values");
   expect_all(idx, "indices");
 }
@@ -311,4 +318,23 @@ TEST(TensorSelect, Errors) {
   expect_error([&] { m.topk(4); }, {"topk", "k=4"});
   expect_error([&] { m.topk(-1); }, {"topk", "k=-1"});
   expect_error([&] { m.topk(1, 0, true, false); }, {"topk", "sorted"});
+}
+
+TEST(TensorSelect, EmptyShapes) {
+  Pair e = input({3, 0}, dtypes::float32), z = input({0}, dtypes::float32);
+  at::Tensor ei = at::zeros({0, 0}, at::kLong);
+  auto [sv, si] = e.t.sort(0);
+  auto [asv, asi] = e.a.sort(0);
+  auto [kv, ki] = z.t.topk(0);
+  auto [akv, aki] = z.a.topk(0);
+  expect_all({{"sort", sv, asv}, {"topk", kv, akv}, {"scatter", e.t.scatter(0, to_tg(ei), e.t), e.a.scatter(0, ei, e.a)},
+              {"scatter_reduce", e.t.scatter_reduce(1, to_tg(ei), e.t, "amax"), e.a.scatter_reduce(1, ei, e.a, "amax")},
+              {"masked_fill", e.t.masked_fill(e.t > 0, 1.0), e.a.masked_fill(e.a > 0, 1.0)},
+              {"masked_select", e.t.masked_select(e.t > 0), e.a.masked_select(e.a > 0)},
+              {"roll", e.t.roll(1, 0), e.a.roll(1, 0)}, {"unfold", e.t.unfold(0, 2, 1), e.a.unfold(0, 2, 1)},
+              {"repeat_interleave", z.t.repeat_interleave(3), z.a.repeat_interleave(3)},
+              {"pad circular", e.t.pad({{1, 1}, {0, 0}}, "circular"), at::cat({e.a.narrow(0, 2, 1), e.a, e.a.narrow(0, 0, 1)})}},
+             "empty");
+  expect_all({{"sort indices", si, asi.to(at::kInt)}, {"topk indices", ki, aki.to(at::kInt)}, {"nonzero", e.t.nonzero(), e.a.nonzero().to(at::kInt)}},
+             "empty indices");
 }
