@@ -176,6 +176,8 @@ TEST(TensorSelect, MaskedFillScatter) {
                           {"scatter multiply", self.t.scatter(1, i1.t, -2.0, "multiply"), self.a.scatter(1, i1.a, -2.0, "multiply")},
                           {"scatter permuted self", self.t.flip(0).scatter(0, i0.t, src.t), self.a.flip(0).scatter(0, i0.a, src.a)},
                           {"scatter empty index", self.t.scatter(0, ints({}, {0, 5}).t, src.t), self.a.clone()},
+                          // index values are only known when the graph runs: out of range ones are dropped, as tinygrad does
+                          {"scatter out of range", self.t.scatter(1, ints({5, -1}, {2, 1}).t, 9.0), self.a.clone()},
                       });
   // repeated indices: tinygrad's scatter keeps the last, as torch's CPU kernel does
   Pair rep = ints({1, 1, 1, 0, 1, 1, 1, 2}, {2, 4});
