@@ -299,6 +299,31 @@ class Tensor {
   Tensor expand(const Shape& shape) const;   // -1 keeps a dim
   Tensor permute(const std::vector<int64_t>& order) const;
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, ConstVal value = 0.0) const;  // (before, after); negative crops
+  // mode "constant" (fill with value), "reflect" (mirror without the edge), "replicate" (repeat the edge) or "circular" (wrap)
+  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, const std::string& mode, ConstVal value = 0.0) const;
+  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, const char* mode, ConstVal value = 0.0) const {
+    return pad(padding, std::string(mode), value);
+  }
+  // torch's flat list: (last dim before, last dim after, second-to-last before, ...); dims not named are not padded.
+  // A braced list of pairs, {{1, 1}}, is the pair form
+  Tensor pad(std::initializer_list<int64_t> flat, const std::string& mode = "constant", ConstVal value = 0.0) const {
+    return pad_flat(std::vector<int64_t>(flat), mode, value);
+  }
+  template <class V> requires std::is_same_v<V, std::vector<int64_t>>
+  Tensor pad(const V& flat, const std::string& mode = "constant", ConstVal value = 0.0) const { return pad_flat(flat, mode, value); }
+  Tensor view(const Shape& shape) const { return reshape(shape); }
+  const Shape& size() const { return shape(); }
+  int64_t size(int64_t dim) const;
+  // pieces along dim: of `sizes` each (the last one smaller) for an int, of the listed sizes (summing to the dim) for a list
+  std::vector<Tensor> split(IntList sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;  // split into pieces of ceil(n / chunks): maybe fewer
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;  // no dim: of the flattened tensor
+  Tensor roll(IntList shifts, std::optional<IntList> dims = std::nullopt) const;                // no dims: of the flattened tensor
+  Tensor diag() const;  // a 1-D tensor as the diagonal of a square matrix
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;  // dim1, dim2 removed, the diagonal last
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;  // dim becomes (windows, size): windows of size every step
+  // coordinate grids of 0-d or 1-D tensors: "ij" (matrix) or "xy" (Cartesian: the first two dims swapped)
+  static std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& start_end) const;
   Tensor flip(Axis axis) const;
   Tensor transpose(int64_t dim0 = 1, int64_t dim1 = 0) const;
@@ -320,6 +345,27 @@ class Tensor {
   Tensor operator[](int64_t i) const;
   Tensor operator[](const std::vector<Index>& indices) const;
   Tensor slice(const std::vector<Slice>& slices) const { return (*this)[std::vector<Index>(slices.begin(), slices.end())]; }
+
+  // ** selection, scatter, sort (select.cpp) **
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // value where mask is true (broadcasting), else self
+  // self with src[i][j] written at [index[i][j]][j] (dim 0; likewise for other dims); on repeated indices the last wins.
+  // reduce "add" / "multiply" combines a scalar src with self instead. Index values out of range are dropped, as
+  // tinygrad does (they are only known when the graph runs)
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  template <class T> requires std::is_arithmetic_v<T>
+  Tensor scatter(int64_t dim, const Tensor& index, T value, const std::string& reduce = "") const {
+    return scatter_value(dim, index, to_const(value), reduce);
+  }
+  // "sum", "prod", "mean", "amax" or "amin" of src's values at each index (and self's value unless include_self is false)
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self = true) const;
+  // the elements where mask (bool, broadcast to self) is true, flattened. Without size the count is read back to the host
+  // (one realize); with size the result has size elements, cut or filled with fill_value
+  Tensor masked_select(const Tensor& mask, std::optional<int64_t> size = std::nullopt, ConstVal fill_value = 0) const;
+  Tensor nonzero(std::optional<int64_t> size = std::nullopt, ConstVal fill_value = 0) const;  // (count, ndim) int32 indices
+  // bitonic sort (tinygrad's): values and their int32 indices; equal elements keep their order (stable)
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const { return sort(dim, descending).second; }
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;  // sorted=false is not supported
 
   // ** linear algebra **
   Tensor dot(const Tensor& w, std::optional<DType> dtype = std::nullopt) const;
@@ -401,6 +447,8 @@ class Tensor {
   explicit Tensor(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
   static Tensor scalar(ConstVal v, std::optional<DType> dtype, const std::string& device);
+  Tensor pad_flat(const std::vector<int64_t>& flat, const std::string& mode, ConstVal value) const;
+  Tensor scatter_value(int64_t dim, const Tensor& index, ConstVal value, const std::string& reduce) const;
   template <class T> static ConstVal to_const(T v) {
     if constexpr (std::is_same_v<T, bool>) return ConstVal(v);
     else if constexpr (std::is_floating_point_v<T>) return ConstVal(double(v));

@@ -56,7 +56,8 @@ Tensor Tensor::minimum(const Tensor& x) const {
   DType dt = least_upper_dtype({t.dtype(), y.dtype()});
   if (dt.is_float()) return -alu(-t, Ops::MAX, {-y});
   // ints: min(a, b) = max(a^k, b^k)^k with k = min+max of the dtype (an all-ones pattern for signed types)
-  Tensor k = lit(ConstVal(int64_t(uint64_t(dt.min().as_int()) + uint64_t(dt.max().as_int()))));
+  // (bool: k is True, so the xor is a logical not and the result stays bool)
+  Tensor k = dt.is_bool() ? lit(ConstVal(true)) : lit(ConstVal(int64_t(uint64_t(dt.min().as_int()) + uint64_t(dt.max().as_int()))));
   return alu(t ^ k, Ops::MAX, {y ^ k}) ^ k;
 }
 Tensor Tensor::where(const Tensor& x, const Tensor& y) const {

@@ -323,7 +323,6 @@ Tensor Tensor::dropout(double p) const {
   return (r >= p).contiguous().where(*this, 0) / (1.0 - p);
 }
 
-namespace {
 Tensor one_hot_along_dim(const Tensor& self, int64_t num_classes, int64_t dim, const char* op) {
   if (!self.dtype().is_int()) throw Error(std::string(op) + ": expects an int index tensor, got " + dt_name(self.dtype()) + " " + self.shape_str());
   int64_t offset = self.ndim() - resolve_dim(self, dim, false, op) - 1;
@@ -331,7 +330,6 @@ Tensor one_hot_along_dim(const Tensor& self, int64_t num_classes, int64_t dim, c
   s.resize(size_t(offset) + 1, 1);
   return self.eq(Tensor::arange(num_classes).reshape(s));
 }
-}  // namespace
 
 Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int()) throw Error("one_hot: expects an integer dtype, got " + dt_name(dtype()) + " " + shape_str());
@@ -441,16 +439,6 @@ Tensor Tensor::cross_entropy(const Tensor& Y_in, const std::string& reduction, d
 
 // ***** 6. attention *****
 
-namespace {
-Tensor repeat_interleave(const Tensor& self, int64_t repeats, int64_t dim_in) {
-  int64_t dim = resolve_dim(self, dim_in, false, "repeat_interleave");
-  Shape shp = self.shape(), a(shp.begin(), shp.begin() + dim + 1), b = a, c(shp.begin(), shp.begin() + dim);
-  a.push_back(1), b.push_back(repeats), c.push_back(shp[size_t(dim)] * repeats);
-  for (size_t i = size_t(dim) + 1; i < shp.size(); i++) a.push_back(shp[i]), b.push_back(shp[i]), c.push_back(shp[i]);
-  return self.reshape(a).expand(b).reshape(c);
-}
-}  // namespace
-
 Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& value_in, std::optional<Tensor> attn_mask, double dropout_p,
                                             bool is_causal, bool enable_gqa) const {
   if (ndim() < 2 || key_in.ndim() < 2 || value_in.ndim() < 2 || shape().back() != key_in.shape().back())
@@ -463,8 +451,8 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& 
         shape()[size_t(ndim() - 3)] % value.shape()[size_t(value.ndim() - 3)] != 0)
       throw Error("scaled_dot_product_attention: enable_gqa needs query heads " + shape_str() + " to be a multiple of key/value heads " +
                   key.shape_str() + ", " + value.shape_str());
-    key = repeat_interleave(key, shape()[size_t(ndim() - 3)] / key.shape()[size_t(key.ndim() - 3)], -3);
-    value = repeat_interleave(value, shape()[size_t(ndim() - 3)] / value.shape()[size_t(value.ndim() - 3)], -3);
+    key = key.repeat_interleave(shape()[size_t(ndim() - 3)] / key.shape()[size_t(key.ndim() - 3)], -3);
+    value = value.repeat_interleave(shape()[size_t(ndim() - 3)] / value.shape()[size_t(value.ndim() - 3)], -3);
   }
   Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(shape().back()));
   if (is_causal) {

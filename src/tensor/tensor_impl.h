@@ -67,5 +67,7 @@ Tensor pool(const Tensor& self, const Shape& k, const Shape& stride, const Shape
 // replace the random state of a device (tests build tinygrad's rand graphs from known key/counter buffers)
 void set_rng_state(const std::string& device, const Tensor& key, const Tensor& counter);
 int64_t resolve_dim(const Tensor& t, int64_t dim, bool extra = false, const char* op = "dim");
+// index == arange(num_classes), the classes along a new axis at dim (tinygrad's _one_hot_along_dim); `op` names errors
+Tensor one_hot_along_dim(const Tensor& self, int64_t num_classes, int64_t dim, const char* op);
 
 }  // namespace tg

@@ -106,7 +106,9 @@ MM compute_minmax(const UOpNode* n) {
     ConstVal lo = s[0].get()->vmin, hi = s[0].get()->vmax;
     bool finite = std::isfinite(lo.as_double()) && std::isfinite(hi.as_double());
     if (finite && dt.is_float()) { lo = dt.const_(lo); hi = dt.const_(hi); }
-    if (finite && dt.is_int()) { lo = ConstVal(int64_t(lo.as_double())); hi = ConstVal(int64_t(hi.as_double())); }
+    // truncate float bounds only: an int64 bound does not survive a trip through double (2^63 - 1 rounds up, out of range)
+    auto trunc = [](const ConstVal& v) { return v.is_float() ? ConstVal(v.f >= 0x1p63 ? INT64_MAX : v.f < -0x1p63 ? INT64_MIN : int64_t(v.f)) : v; };
+    if (finite && dt.is_int()) lo = trunc(lo), hi = trunc(hi);
     if (lo.is_bool()) lo = ConstVal(lo.i);
     if (hi.is_bool()) hi = ConstVal(hi.i);
     if (dt.is_unsigned() && !(lo < ConstVal(0)) && !(dt.max() < hi)) return {lo, hi};

@@ -709,3 +709,61 @@ TEST(Gradients, ApiOps) {
       << "cumprod/cummax/cummin";
   EXPECT_TRUE(grads_match({m}, TGF(x.logcumsumexp(1)), ATF(at::logcumsumexp(x, 1)))) << "logcumsumexp";
 }
+
+TEST(Gradients, MovementSelect) {
+  // the results of each group flattened into one vector: one backward pass covers them all
+  auto flat = [](const auto& outs) {
+    using T = std::decay_t<decltype(outs[0])>;
+    std::vector<T> f;
+    for (auto& o : outs) f.push_back(o.flatten());
+    if constexpr (std::is_same_v<T, tg::Tensor>) return tg::Tensor::cat(f);
+    else return at::cat(f);
+  };
+  std::vector<Pair> x{input({4, 5}, dtypes::float32, -3, 3, 1)};
+  auto tg_moves = [&](const TV& v) {
+    const tg::Tensor& t = v[0];
+    std::vector<tg::Tensor> r = t.split({1, 3}, 0);
+    for (auto& c : t.chunk(2, 1)) r.push_back(c * 2);
+    r.insert(r.end(), {t.roll({1, -2}, tg::IntList{0, 1}), t.diagonal(1), t.unfold(1, 3, 2), t.repeat_interleave(2, 0),
+                       t.pad({1, 2, 2, 1}, "reflect"), t.pad({2, 0}, "replicate"), t.pad({1, 3, 0, 2}, "circular"), t.view({5, 4}).diagonal(),
+                       t.masked_fill(t > 0.5, 1.0)});
+    return flat(r);
+  };
+  auto torch_pad = [](const at::Tensor& a, std::vector<int64_t> p, const std::string& mode) {
+    return p.size() == 2 ? at::pad(a.unsqueeze(0), p, mode)[0] : at::pad(a.unsqueeze(0).unsqueeze(0), p, mode)[0][0];
+  };
+  auto torch_moves = [&](const AV& v) {
+    const at::Tensor& a = v[0];
+    std::vector<at::Tensor> r = a.split_with_sizes({1, 3}, 0);
+    for (auto& c : a.chunk(2, 1)) r.push_back(c * 2);
+    r.insert(r.end(), {a.roll({1, -2}, {0, 1}), a.diagonal(1), a.unfold(1, 3, 2), a.repeat_interleave(2, 0), torch_pad(a, {1, 2, 2, 1}, "reflect"),
+                       torch_pad(a, {2, 0}, "replicate"), torch_pad(a, {1, 3, 0, 2}, "circular"), a.view({5, 4}).diagonal(),
+                       a.masked_fill(a > 0.5, 1.0)});
+    return flat(r);
+  };
+  EXPECT_TRUE(grads_match(x, tg_moves, torch_moves)) << "movement";
+
+  // scatter and scatter_reduce: gradients for self and src; distinct values (no ties for amax/amin), no zeros (prod)
+  std::vector<Pair> s{input({4, 3}, dtypes::float32, 0.5, 2, 2), input({5, 3}, dtypes::float32, 0.5, 2, 3)};
+  at::Tensor ia = oracle::make<int64_t>({0, 2, 0, 0, 2, 2, 3, 0, 0, 0, 2, 1, 0, 0, 0}, {5, 3}, at::kLong), ua = ia.narrow(0, 0, 1);
+  tg::Tensor it = to_tg(ia), ut = to_tg(ua);
+  auto tg_scatter = [&](const TV& v) {
+    std::vector<tg::Tensor> r{v[0].scatter(0, ut, v[1].shrink_to({1, 3}))};
+    for (std::string red : {"sum", "prod", "mean", "amax", "amin"}) r.push_back(v[0].scatter_reduce(0, it, v[1], red, red != "mean"));
+    return flat(r);
+  };
+  auto torch_scatter = [&](const AV& v) {
+    std::vector<at::Tensor> r{v[0].scatter(0, ua, v[1].narrow(0, 0, 1))};  // torch 1.13's backward wants src shaped as index
+    for (std::string red : {"sum", "prod", "mean", "amax", "amin"}) r.push_back(v[0].scatter_reduce(0, ia, v[1], red, red != "mean"));
+    return flat(r);
+  };
+  EXPECT_TRUE(grads_match(s, tg_scatter, torch_scatter)) << "scatter";
+
+  // masked_select, and topk's values (a descending sort along dim 0, cut; random values: no ties)
+  std::vector<Pair> y{input({3, 5}, dtypes::float32, -3, 3, 4)};
+  at::Tensor ma = y[0].a > 0;
+  tg::Tensor mt = to_tg(ma);
+  auto tg_sel = [&](const TV& v) { return flat(std::vector<tg::Tensor>{v[0].masked_select(mt), v[0].topk(2, 0).first}); };
+  auto torch_sel = [&](const AV& v) { return flat(std::vector<at::Tensor>{v[0].masked_select(ma), std::get<0>(v[0].topk(2, 0))}); };
+  EXPECT_TRUE(grads_match(y, tg_sel, torch_sel)) << "masked_select, sort, topk";
+}

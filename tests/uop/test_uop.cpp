@@ -334,6 +334,12 @@ TEST(UOpBounds, SaturateInsteadOfWrapping) {
   EXPECT_TRUE((big * 2).overflows(dtypes::int32));
   EXPECT_FALSE(var("s", 0, 100).overflows(dtypes::int8));
   EXPECT_TRUE(var("s", 0, 200).overflows(dtypes::int8));
+  // a narrowing cast of a full-range int64 keeps its int bounds exact (no trip through double, where 2^63 - 1 rounds up)
+  UOp wide = var("wide", INT64_MIN, INT64_MAX, dtypes::int64);
+  EXPECT_EQ(wide.cast(dtypes::int32).vmin().i, INT32_MIN);
+  EXPECT_EQ(wide.cast(dtypes::int32).vmax().i, INT32_MAX);
+  EXPECT_EQ(wide.cast(dtypes::int32).ne(UOp::const_(0, dtypes::int32)).vmin().str(), "False");
+  EXPECT_EQ(wide.cast(dtypes::int64).vmax().i, INT64_MAX);
 }
 
 // ***** toposort, key *****
