@@ -114,4 +114,40 @@ inline ::testing::AssertionResult same(const tg::Tensor& t, at::Tensor a, bool c
   return oracle::match(oracle::result(ours), oracle::result(a), tol, "tg", "torch");
 }
 
+// one case of a group compared at once: compiling is most of a case's time, so every result of a group is flattened into
+// one tensor (one kernel computes them all), then each piece is compared, in its own shape, with torch's
+struct Row {
+  std::string name;
+  tg::Tensor t;
+  at::Tensor a;
+  std::optional<oracle::Tol> tol = {};
+};
+inline void expect_rows(const std::vector<Row>& rows, const std::string& what) {
+  std::vector<tg::Tensor> ts;
+  for (auto& r : rows) ts.push_back(r.t.flatten());
+  at::Tensor ours;
+  try {
+    ours = to_torch(tg::Tensor::cat(ts));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": tg threw " << e.what();
+    return;
+  }
+  int64_t at = 0;
+  for (auto& r : rows) {
+    at::Tensor piece = ours.narrow(0, at, r.t.numel()).reshape(r.t.shape());
+    at += r.t.numel();
+    EXPECT_TRUE(oracle::match(oracle::result(piece), oracle::result(r.a), r.tol, "tg", "torch")) << r.name << " " << what;
+  }
+}
+
+// f throws a tg::Error whose message contains every needle
+inline void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no error, expected one naming '" << needles[0] << "'";
+  } catch (const tg::Error& e) {
+    for (auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace conf

@@ -68,30 +68,6 @@ std::vector<Unary> unaries() {
 
 }  // namespace
 
-namespace {
-// Compiling a kernel is most of a case's time: the ops of one dtype run on their own inputs and are stacked into one
-// tensor, so one kernel computes them all; then each row is compared with torch's result for its op
-struct Row {
-  std::string name;
-  tg::Tensor t;
-  at::Tensor a;
-  std::optional<oracle::Tol> tol = {};
-};
-void expect_rows(const std::vector<Row>& rows, const std::string& what) {
-  std::vector<tg::Tensor> ts;
-  for (auto& r : rows) ts.push_back(r.t);
-  at::Tensor ours;
-  try {
-    ours = to_torch(tg::Tensor::stack(ts));
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": tg threw " << e.what();
-    return;
-  }
-  for (size_t k = 0; k < rows.size(); k++)
-    EXPECT_TRUE(oracle::match(oracle::result(ours[int64_t(k)]), oracle::result(rows[k].a), rows[k].tol, "tg", "torch")) << rows[k].name << " " << what;
-}
-}  // namespace
-
 TEST(TensorApi, Unary) {
   std::vector<Row> f32, f64, f16, scalar, permuted;
   for (const Unary& u : unaries()) {
@@ -349,16 +325,6 @@ TEST(TensorApi, InPlace) {
 
 // ***** bad arguments: a tg::Error that names the op *****
 
-namespace {
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected one naming '" << needles[0] << "'";
-  } catch (const tg::Error& e) {
-    for (auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
-  }
-}
-}  // namespace
 
 TEST(TensorApi, Errors) {
   tg::Tensor v = tg::Tensor::from_vector<float>({1, 2, 3}), m = tg::Tensor::ones({2, 3}), s(1.5f, dtypes::float32);
