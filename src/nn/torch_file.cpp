@@ -15,6 +15,18 @@ using pickle::Obj;
 using pickle::Pickle;
 using pickle::Ref;
 
+namespace {
+// the element size without DType::itemsize (src/uop), so tests/tools/fuzz links only this folder's parsers
+uint64_t elem_size(DType d) {
+  switch (d.id) {
+    case DTypeId::float64: case DTypeId::int64: case DTypeId::uint64: return 8;
+    case DTypeId::float32: case DTypeId::int32: case DTypeId::uint32: return 4;
+    case DTypeId::float16: case DTypeId::bfloat16: case DTypeId::int16: case DTypeId::uint16: return 2;
+    default: return 1;
+  }
+}
+}  // namespace
+
 DType storage_dtype(const std::string& name, const std::string& what) {
   static const std::map<std::string, DType> m{
       {"DoubleStorage", dtypes::float64}, {"FloatStorage", dtypes::float32}, {"HalfStorage", dtypes::float16},
@@ -147,7 +159,7 @@ const Obj& expect(const Pickle& p, Obj::Kind k, const std::string& what, const s
 void check(const TorchFile& f, const std::string& what) {
   for (const TensorView& v : f.tensors) {
     const Storage& s = f.storages[v.storage];
-    uint64_t bytes = s.is_inflated ? s.inflated.size() : s.size, numel = bytes / uint64_t(v.dtype.itemsize());
+    uint64_t bytes = s.is_inflated ? s.inflated.size() : s.size, numel = bytes / elem_size(v.dtype);
     uint64_t last = uint64_t(v.offset), count = 1;
     for (size_t i = 0; i < v.size.size(); i++) {
       if (v.size[i] && count > uint64_t(INT64_MAX) / uint64_t(v.size[i])) throw Error(what + ": tensor \"" + v.name + "\": size overflows");
@@ -220,7 +232,7 @@ TorchFile from_legacy(std::span<const uint8_t> b, const std::string& what) {
     if (b.size() - pos < 8) throw Error(what + ": truncated before the data of storage \"" + key + "\"");
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | b[pos + uint64_t(i)];
-    uint64_t is = uint64_t(st->second.dtype.itemsize());
+    uint64_t is = elem_size(st->second.dtype);
     if (n > (b.size() - pos - 8) / is) throw Error(what + ": storage \"" + key + "\" of " + std::to_string(n) + " elements runs past the end of the file");
     if (!index.emplace(key, f.storages.size()).second) throw Error(what + ": storage \"" + key + "\" is listed twice");
     f.storages.push_back({pos + 8, n * is});
@@ -266,7 +278,7 @@ TorchFile from_tar(std::span<const uint8_t> b, const std::string& what) {
     if (t.items.size() != 3 || p[t.items[2]].kind != Obj::Global || p[t.items[2]].s.rfind("torch.", 0) != 0) throw Error(ws + ": a storage header is not (key, location, storage type)");
     Walk kw{p, what};
     DType dt = storage_dtype(p[t.items[2]].s.substr(6), what);
-    uint64_t numel = uint64_t(i64(s, pos, 8, ws)), is = uint64_t(dt.itemsize());
+    uint64_t numel = uint64_t(i64(s, pos, 8, ws)), is = elem_size(dt);
     if (numel > (s.size() - pos) / is) throw Error(ws + ": storage " + kw.key_of(t.items[0]) + " runs past the end");
     storages[kw.key_of(t.items[0])] = {f.storages.size(), dt};
     f.storages.push_back({files["storages"].offset + pos, numel * is});

@@ -373,6 +373,39 @@ TEST(ConformanceNN, Layers) {
   run_all(cases, "layers");
 }
 
+TEST(ConformanceNN, InstanceNormLayerNorm2dLSTMCell) {
+  tg::Tensor::manual_seed(4);
+  tg::nn::InstanceNorm in(3), in_na(2, 1e-3, false);
+  tg::nn::LayerNorm2d ln2d(3);
+  tg::nn::LSTMCell cell(3, 2), cell_nb(2, 3, false);
+  auto perturb = [](std::optional<tg::Tensor>& t, uint32_t seed) { if (t) t = F(t->shape(), seed).t; };
+  perturb(in.weight, 61), perturb(in.bias, 62), perturb(ln2d.weight, 63), perturb(ln2d.bias, 64), perturb(cell.bias_ih, 65), perturb(cell.bias_hh, 66);
+  auto lstm = [](const at::Tensor& x, const at::Tensor& h, const at::Tensor& c, const AV& w) {
+    auto [h2, c2] = at::lstm_cell(x, {h, c}, w[0], w[1], w.size() > 2 ? w[2] : at::Tensor(), w.size() > 2 ? w[3] : at::Tensor());
+    return at::cat({h2, c2}, 1);
+  };
+  std::vector<Case> cases{
+      {"InstanceNorm 4d", {F({2, 3, 2, 3}), P(*in.weight), P(*in.bias)}, [&](const TV& v) { return in(v[0]); },
+       [](const AV& v) { return at::instance_norm(v[0], v[1], v[2], {}, {}, true, 0.1, 1e-5, false); }},
+      {"InstanceNorm 3d no affine", {F({3, 2, 5})}, [&](const TV& v) { return in_na(v[0]); },
+       [](const AV& v) { return at::instance_norm(v[0], {}, {}, {}, {}, true, 0.1, 1e-3, false); }},
+      {"LayerNorm2d", {F({2, 3, 2, 2}), P(*ln2d.weight), P(*ln2d.bias)}, [&](const TV& v) { return ln2d(v[0]); },
+       [](const AV& v) { return at::layer_norm(v[0].permute({0, 2, 3, 1}), {3}, v[1], v[2], 1e-5).permute({0, 3, 1, 2}); }},
+      {"LSTMCell (h, c)", {F({4, 3}), F({4, 2}, 2), F({4, 2}, 3), P(cell.weight_ih), P(cell.weight_hh), P(*cell.bias_ih), P(*cell.bias_hh)},
+       [&](const TV& v) { auto [h, c] = cell(v[0], std::pair{v[1], v[2]}); return h.cat(c, 1); },
+       [&](const AV& v) { return lstm(v[0], v[1], v[2], {v[3], v[4], v[5], v[6]}); }},
+      {"LSTMCell no bias, zero state", {F({2, 2}), P(cell_nb.weight_ih), P(cell_nb.weight_hh)},
+       [&](const TV& v) { auto [h, c] = cell_nb(v[0]); return h.cat(c, 1); },
+       [&](const AV& v) { return lstm(v[0], at::zeros({2, 3}), at::zeros({2, 3}), {v[1], v[2]}); }},
+  };
+  run_all(cases, "instancenorm/layernorm2d/lstmcell");
+  tg::nn::LSTMCell c2(3, 2);
+  expect_error([&] { c2(tg::Tensor::zeros({2, 4})); }, {"LSTMCell: input (2, 4) needs shape (N, 3)"});
+  expect_error([&] { c2(tg::Tensor::zeros({2, 3}), std::pair{tg::Tensor::zeros({2, 2}), tg::Tensor::zeros({1, 2})}); }, {"LSTMCell: h (2, 2) and c (1, 2) must both be"});
+  expect_error([&] { in(tg::Tensor::zeros({2, 4, 3})); }, {"InstanceNorm: input (2, 4, 3) needs shape (N, 3, ...)"});
+  expect_error([&] { ln2d(tg::Tensor::zeros({2, 3, 4})); }, {"LayerNorm2d: input (2, 3, 4) is not (N, C, H, W)"});
+}
+
 // the initial values themselves are checked in tests/nn/test_layers.cpp (ranges, shapes, names); here: BatchNorm
 
 TEST(ConformanceNN, BatchNormEval) {

@@ -9,7 +9,7 @@ secs=${1:-600}
 out=build-fuzz
 mkdir -p "$out/torch_corpus" "$out/torch_seeds"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
-  tests/tools/fuzz/torch.cpp src/nn/torch_file.cpp src/nn/pickle.cpp src/nn/archive.cpp src/uop/dtype.cpp src/util/error.cpp \
+  tests/tools/fuzz/torch.cpp src/nn/torch_file.cpp src/nn/pickle.cpp src/nn/archive.cpp \
   -lz -o "$out/torch_fuzz"
 /usr/bin/python3 tests/nn/make_torch_files.py "$out/torch_seeds" >/dev/null
 cp "$out"/torch_seeds/*.pt "$out"/torch_seeds/*.pth "$out"/torch_seeds/*.zip "$out"/torch_seeds/*.tar "$out/torch_corpus/"
