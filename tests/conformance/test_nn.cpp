@@ -406,6 +406,37 @@ TEST(ConformanceNN, InstanceNormLayerNorm2dLSTMCell) {
   expect_error([&] { ln2d(tg::Tensor::zeros({2, 3, 4})); }, {"LayerNorm2d: input (2, 3, 4) is not (N, C, H, W)"});
 }
 
+// tinygrad's Newton-Schulz written out with ATen ops: normalize by the Frobenius norm of the last two dims, then
+// G = sum_i c_i (G G^T)^i G per step; tall matrices go through their transpose
+at::Tensor newton_schulz_ref(const at::Tensor& x, int steps, const std::vector<double>& c, double eps = 1e-7) {
+  if (x.size(-2) > x.size(-1)) return newton_schulz_ref(x.transpose(-2, -1), steps, c, eps).transpose(-2, -1);
+  at::Tensor g = x / (x.square().sum({-2, -1}, true).sqrt() + eps);
+  for (int s = 0; s < steps; s++) {
+    at::Tensor gg = g.matmul(g.transpose(-2, -1)), term = g, acc = g * c[0];
+    for (size_t i = 1; i < c.size(); i++) term = gg.matmul(term), acc = acc + term * c[i];
+    g = acc;
+  }
+  return g;
+}
+
+TEST(ConformanceNN, NewtonSchulz) {
+  const std::vector<double> muon{3.4445, -4.775, 2.0315}, cubic{2, -1.5, 0.5};
+  std::vector<Case> cases{
+      {"wide 3x5, Muon's coefficients", {F({3, 5})}, [&](const TV& v) { return v[0].newton_schulz(5, muon); }, [&](const AV& v) { return newton_schulz_ref(v[0], 5, muon); }},
+      {"tall 5x3", {F({5, 3}, 2)}, [&](const TV& v) { return v[0].newton_schulz(5, muon); }, [&](const AV& v) { return newton_schulz_ref(v[0], 5, muon); }},
+      {"batched 2x3x4, cubic, 3 steps", {F({2, 3, 4}, 3)}, [&](const TV& v) { return v[0].newton_schulz(3, cubic); }, [&](const AV& v) { return newton_schulz_ref(v[0], 3, cubic); }},
+      {"square 4x4, 0 steps", {F({4, 4}, 4)}, [&](const TV& v) { return v[0].newton_schulz(0, cubic); }, [&](const AV& v) { return newton_schulz_ref(v[0], 0, cubic); }},
+  };
+  for (auto& c : cases) c.tol = {1e-4, 1e-4}, c.gtol = {1e-3, 1e-3};
+  run_all(cases, "newton_schulz");
+  // the cubic polynomial converges to the orthogonal polar factor: rows of a wide matrix become orthonormal
+  tg::Tensor q = F({3, 5}, 7).t.newton_schulz(25, cubic);
+  EXPECT_TRUE(same(q.matmul(q.T()), at::eye(3), false, oracle::Tol{1e-4, 1e-4}));
+  expect_error([] { tg::Tensor::ones({3}).newton_schulz(5, {1}); }, {"newton_schulz", "two or more dims", "(3,)"});
+  expect_error([] { tg::Tensor::ones({2, 2}).newton_schulz(5, {}); }, {"newton_schulz", "coefficient"});
+  expect_error([] { tg::Tensor::ones({2, 2}).newton_schulz(-1, {1}); }, {"newton_schulz", "steps"});
+}
+
 // the initial values themselves are checked in tests/nn/test_layers.cpp (ranges, shapes, names); here: BatchNorm
 
 TEST(ConformanceNN, BatchNormEval) {
