@@ -437,6 +437,57 @@ TEST(ConformanceNN, NewtonSchulz) {
   expect_error([] { tg::Tensor::ones({2, 2}).newton_schulz(-1, {1}); }, {"newton_schulz", "steps"});
 }
 
+// QR: Q and R equal LAPACK's up to the signs of R's diagonal (QR is unique up to those; tinygrad also reflects the last
+// row of a square matrix, where LAPACK stops), Q R rebuilds the input, Q is orthogonal; wide, tall, square, batched
+at::Tensor diag_signs(const at::Tensor& r) {  // sign(diag(R)) as (..., k), zeros counted as +1
+  at::Tensor d = r.diagonal(0, -2, -1).sign();
+  return at::where(d == 0, at::ones_like(d), d);
+}
+TEST(ConformanceLinalg, QR) {
+  constexpr oracle::Tol tol{1e-4, 1e-4};
+  for (auto s : std::vector<std::vector<int64_t>>{{3, 3}, {4, 2}, {2, 4}, {2, 3, 2}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Pair x = F(s, 71);
+    auto [q, r] = x.t.qr();
+    auto [tq, tr] = at::linalg_qr(x.a, "complete");
+    at::Tensor aq = to_torch(q), ar = to_torch(r);
+    int64_t k = std::min(s[s.size() - 2], s.back());
+    auto qk = [&](const at::Tensor& t) { return t.narrow(-1, 0, k); };
+    auto rk = [&](const at::Tensor& t) { return t.narrow(-2, 0, k); };
+    EXPECT_TRUE(oracle::match(oracle::result(qk(aq) * diag_signs(ar).unsqueeze(-2)), oracle::result(qk(tq) * diag_signs(tr).unsqueeze(-2)), tol)) << "Q";
+    EXPECT_TRUE(oracle::match(oracle::result(rk(ar) * diag_signs(ar).unsqueeze(-1)), oracle::result(rk(tr) * diag_signs(tr).unsqueeze(-1)), tol)) << "R";
+    EXPECT_TRUE(same(r.tril(-1), at::zeros(tr.sizes()), false, tol)) << "R is upper triangular";
+    EXPECT_TRUE(same(q.matmul(r), x.a, false, tol)) << "Q R";
+    int64_t m = s[s.size() - 2];
+    EXPECT_TRUE(same(q.transpose(-2, -1).matmul(q), at::eye(m).expand(tq.sizes()), false, tol)) << "Q^T Q";
+  }
+  expect_error([] { tg::Tensor::ones({3}).qr(); }, {"qr", "two or more dims", "(3,)"});
+}
+
+// SVD: singular values equal LAPACK's, U diag(S) Vh rebuilds the input, U and Vh are orthogonal; without
+// full_matrices U keeps min(m, n) columns
+TEST(ConformanceLinalg, SVD) {
+  constexpr oracle::Tol tol{2e-4, 2e-4};
+  for (auto s : std::vector<std::vector<int64_t>>{{3, 3}, {4, 2}, {2, 3}, {2, 2, 3}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Pair x = F(s, 72);
+    auto [u, sv, vh] = x.t.svd();
+    EXPECT_TRUE(same(sv, at::linalg_svdvals(x.a), false, tol)) << "S";
+    int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+    std::vector<std::pair<int64_t, int64_t>> cut;
+    for (size_t d = 0; d + 1 < u.shape().size(); d++) cut.push_back({0, u.shape()[d]});
+    cut.push_back({0, k});
+    std::vector<std::pair<int64_t, int64_t>> rows(cut.begin(), cut.end() - 1);
+    rows.back() = {0, k}, rows.push_back({0, n});
+    EXPECT_TRUE(same((u.shrink(cut) * sv.unsqueeze(-2)).matmul(vh.shrink(rows)), x.a, false, tol)) << "U S Vh";
+    EXPECT_TRUE(same(u.transpose(-2, -1).matmul(u), at::eye(m).expand(u.shape()), false, tol)) << "U^T U";
+    EXPECT_TRUE(same(vh.matmul(vh.transpose(-2, -1)), at::eye(n).expand(vh.shape()), false, tol)) << "Vh Vh^T";
+    auto [u2, s2, vh2] = x.t.svd(false);
+    EXPECT_EQ(u2.shape().back(), k);
+  }
+  expect_error([] { tg::Tensor::ones({2}).svd(); }, {"svd", "two or more dims"});
+}
+
 // the initial values themselves are checked in tests/nn/test_layers.cpp (ranges, shapes, names); here: BatchNorm
 
 TEST(ConformanceNN, BatchNormEval) {
