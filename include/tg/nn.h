@@ -146,6 +146,13 @@ class LayerNorm : public Module {
   void visit_state(StateVisitor& v) override;
 };
 
+// LayerNorm over the channels of NCHW input: (N, C, H, W) is normalized over C at each pixel (tinygrad's permutes)
+class LayerNorm2d : public LayerNorm {
+ public:
+  LayerNorm2d(int64_t channels, double eps = 1e-5, bool elementwise_affine = true) : LayerNorm({channels}, eps, elementwise_affine) {}
+  Tensor operator()(const Tensor& x) const;
+};
+
 // x * rsqrt(mean(x^2, -1) + eps) computed in float32, cast back, times weight (ones)
 class RMSNorm : public Module {
  public:
@@ -164,6 +171,29 @@ class GroupNorm : public Module {
   std::optional<Tensor> weight, bias;
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor operator()(const Tensor& x) const;
+  void visit_state(StateVisitor& v) override;
+};
+
+// normalizes each (sample, channel) of (N, C, ...) over its spatial dims; per-channel weight ones, bias zeros. Always
+// the instance's own statistics (no running ones, as tinygrad)
+class InstanceNorm : public Module {
+ public:
+  int64_t num_features;
+  double eps;
+  std::optional<Tensor> weight, bias;
+  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true);
+  Tensor operator()(const Tensor& x) const;
+  void visit_state(StateVisitor& v) override;
+};
+
+// one LSTM step: gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, split (i, f, g, o) as PyTorch;
+// returns (h', c'). Weights uniform in +-1/sqrt(hidden_size), biases zeros (tinygrad's init). hc defaults to zeros
+class LSTMCell : public Module {
+ public:
+  Tensor weight_ih, weight_hh;
+  std::optional<Tensor> bias_ih, bias_hh;
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const;
   void visit_state(StateVisitor& v) override;
 };
 

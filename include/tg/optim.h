@@ -45,6 +45,9 @@ class LARS : public Optimizer {
        bool classic = true, bool pre_wd = true, double tcoef = 0.001, std::optional<std::string> device = std::nullopt,
        std::optional<bool> fused = std::nullopt);
   std::vector<Tensor> b;  // momentum buffers
+  // Muon: each update, reshaped to (rows, -1), goes through ns_steps of Tensor::newton_schulz with these coefficients
+  int64_t ns_steps = 0;
+  std::vector<double> ns_coefficients;
 
  protected:
   std::pair<std::vector<Tensor>, std::vector<Tensor>> step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
@@ -71,6 +74,13 @@ LAMB Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
           std::optional<std::string> device = std::nullopt, std::optional<bool> fused = std::nullopt);
 LAMB AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8,
            double weight_decay = 0.01, std::optional<std::string> device = std::nullopt, std::optional<bool> fused = std::nullopt);
+
+// SGD with nesterov momentum whose update is orthogonalized by Newton-Schulz (Keller Jordan's Muon), tinygrad's LARS
+// with classic=false, pre_wd=false, tcoef=0. As in tinygrad at the reference commit, the post-momentum weight decay is
+// computed and dropped, so weight_decay does not change the update. Not fusable (fused=true is an error)
+LARS Muon(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0.95, double weight_decay = 0.1, int64_t ns_steps = 5,
+          std::vector<double> ns_coefficients = {3.4445, -4.775, 2.0315}, bool nesterov = true,
+          std::optional<std::string> device = std::nullopt, std::optional<bool> fused = std::nullopt);
 
 // several optimizers stepped as one (different learning rates per parameter group)
 class OptimizerGroup : public Optimizer {

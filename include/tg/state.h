@@ -59,6 +59,24 @@ std::map<std::string, Tensor> safe_load(const std::string& path);
 void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
                const std::map<std::string, std::string>& metadata = {});
 
+// ** archives (tinygrad's zip_extract / tar_extract) **
+
+// member name -> its bytes as a uint8 tensor: stored members are lazy views of the file on DISK, deflated ones are
+// inflated into memory. Throws tg::Error naming the file on a corrupt, truncated or unsupported archive
+std::map<std::string, Tensor> zip_extract(const std::string& path);
+// regular files only (ustar, GNU and pax long names)
+std::map<std::string, Tensor> tar_extract(const std::string& path);
+
+// ** PyTorch checkpoints (torch.save) **
+
+// the tensors of a .pt/.pth file in any of torch's layouts: zip (torch >= 1.6), the legacy pickle stream
+// (_use_new_zipfile_serialization=False) and the old tar layout. The pickle runs on a restricted machine that only
+// records calls (nothing is executed). Nested dicts flatten to dotted names ({"model": sd} -> "model.fc.weight"),
+// list items by index, a bare tensor under ""; non-tensor values are left out. Contiguous tensors are lazy views of the
+// file on DISK; strided ones (transposes, slices, broadcasts) are lazy views on the default device (overlapping strides
+// are refused). Throws tg::Error naming the file and the problem on a corrupt, truncated or unsupported file
+std::map<std::string, Tensor> torch_load(const std::string& path);
+
 // safetensors dtype names ("F32", "BF16", "BOOL" ...); throw tg::Error for a dtype or name without a mapping
 std::string safe_dtype_name(DType dt);
 DType safe_dtype(const std::string& name);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -375,6 +376,15 @@ class Tensor {
   Tensor matmul(const Tensor& x, bool reverse = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor linear(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, std::optional<DType> dtype = std::nullopt) const;
   Tensor layernorm(Axis axis = -1, double eps = 1e-5) const;
+  // tinygrad's Newton-Schulz iteration of an odd polynomial (linalg.cpp): G = x / (|x|_F + eps) over the last two dims,
+  // then `steps` times G = sum_i params[i] * (G G^T)^i G; a tall matrix is transposed first and back after. Muon uses it
+  Tensor newton_schulz(int64_t steps, const std::vector<double>& params, double eps = 1e-7) const;
+  // tinygrad's QR by Householder reflections over the last two dims (m, n): Q (m, m) orthogonal, R (m, n) upper
+  // triangular, Q R = self
+  std::pair<Tensor, Tensor> qr() const;
+  // tinygrad's SVD (QR, then one-sided Jacobi rotations, 4 * min(m, n) rounds of round-robin pairs): U, S (descending),
+  // Vh with U diag(S) Vh = self; U is (m, m), or (m, min(m, n)) without full_matrices
+  std::tuple<Tensor, Tensor, Tensor> svd(bool full_matrices = true) const;
 
   // ** autograd (gradient.cpp): gradients are lazy UOp graphs built by one rule per op (tinygrad's gradient.py) **
   // fills grad() of every live floating-point tensor with a device that this tensor depends on; a non-scalar needs

@@ -8,6 +8,7 @@
 #include "tg/jit.h"
 #include "tg/nn.h"
 #include "tg/optim.h"
+#include "tg/lr_scheduler.h"
 #include "tg/state.h"
 #include "tg/datasets.h"
 #include "tg/gguf.h"

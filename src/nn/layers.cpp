@@ -190,6 +190,46 @@ Tensor GroupNorm::operator()(const Tensor& x_in) const {
 }
 void GroupNorm::visit_state(StateVisitor& v) { v("weight", weight), v("bias", bias); }
 
+InstanceNorm::InstanceNorm(int64_t n, double eps_, bool affine) : num_features(n), eps(eps_) {
+  if (n <= 0) throw Error("InstanceNorm: num_features=" + std::to_string(n) + " must be positive");
+  if (affine) weight = Tensor::ones({n}), bias = Tensor::zeros({n});
+}
+Tensor InstanceNorm::operator()(const Tensor& x_in) const {
+  if (x_in.ndim() < 2 || x_in.shape()[1] != num_features)
+    throw Error("InstanceNorm: input " + x_in.shape_str() + " needs shape (N, " + std::to_string(num_features) + ", ...)");
+  Tensor x = x_in.reshape({x_in.shape()[0], num_features, -1}).layernorm(-1, eps).reshape(x_in.shape());
+  if (!weight || !bias) return x;
+  return x * weight->reshape(rest_ones(x.ndim())) + bias->reshape(rest_ones(x.ndim()));
+}
+void InstanceNorm::visit_state(StateVisitor& v) { v("weight", weight), v("bias", bias); }
+
+Tensor LayerNorm2d::operator()(const Tensor& x) const {
+  if (x.ndim() != 4) throw Error("LayerNorm2d: input " + x.shape_str() + " is not (N, C, H, W)");
+  return LayerNorm::operator()(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+}
+
+// ***** LSTMCell *****
+
+LSTMCell::LSTMCell(int64_t in, int64_t hidden, bool bias)
+    : weight_ih(Tensor::uniform({hidden * 4, in}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden)))),
+      weight_hh(Tensor::uniform({hidden * 4, hidden}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden)))) {
+  if (bias) bias_ih = Tensor::zeros({hidden * 4}), bias_hh = Tensor::zeros({hidden * 4});
+}
+std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc) const {
+  int64_t hidden = weight_hh.shape()[1];
+  if (x.ndim() != 2 || x.shape()[1] != weight_ih.shape()[1])
+    throw Error("LSTMCell: input " + x.shape_str() + " needs shape (N, " + std::to_string(weight_ih.shape()[1]) + ")");
+  if (!hc) hc = std::pair{Tensor::zeros({x.shape()[0], hidden}, x.dtype()), Tensor::zeros({x.shape()[0], hidden}, x.dtype())};
+  Shape want{x.shape()[0], hidden};
+  if (hc->first.shape() != want || hc->second.shape() != want)
+    throw Error("LSTMCell: h " + hc->first.shape_str() + " and c " + hc->second.shape_str() + " must both be " + list_str(want));
+  Tensor gates = x.linear(weight_ih.T(), bias_ih) + hc->first.linear(weight_hh.T(), bias_hh);
+  std::vector<Tensor> g = gates.chunk(4, 1);
+  Tensor c = g[1].sigmoid() * hc->second + g[0].sigmoid() * g[2].tanh();
+  return {g[3].sigmoid() * c.tanh(), c};
+}
+void LSTMCell::visit_state(StateVisitor& v) { v("weight_ih", weight_ih), v("weight_hh", weight_hh), v("bias_ih", bias_ih), v("bias_hh", bias_hh); }
+
 // ***** Embedding *****
 
 Embedding::Embedding(int64_t vocab, int64_t embed) : vocab_size(vocab), embed_size(embed), weight(Tensor::glorot_uniform({vocab, embed})) {}

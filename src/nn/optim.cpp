@@ -99,6 +99,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> LARS::step_(const std::vecto
       b[i].assign(momentum_ * b[i] + g);  // b starts at zero, so the first step needs no special case
       g = nesterov_ ? g + momentum_ * b[i] : b[i];
     }
+    if (!ns_coefficients.empty()) g = g.reshape({g.shape().empty() ? 1 : g.shape()[0], -1}).newton_schulz(ns_steps, ns_coefficients).reshape(g.shape());
     if (!pre_wd_ && wd_ > 0) t = t.detach() * (1.0 - wd_ * lr);
     if (!classic_) g = g * r * lr;
     ret.push_back(g.cast(t.dtype()));
@@ -143,6 +144,14 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> LAMB::step_(const std::vecto
 LARS SGD(const std::vector<Tensor>& ps, double lr, double momentum, double weight_decay, bool nesterov, bool classic,
          std::optional<std::string> device, std::optional<bool> fused) {
   return LARS(ps, lr, momentum, weight_decay, nesterov, classic, true, 0.0, device, fused);
+}
+LARS Muon(const std::vector<Tensor>& ps, double lr, double momentum, double weight_decay, int64_t ns_steps, std::vector<double> ns_coefficients,
+          bool nesterov, std::optional<std::string> device, std::optional<bool> fused) {
+  if (fused.value_or(settings().FUSE_OPTIM != 0)) throw Error("Muon: fused optimizer steps (FUSE_OPTIM) are not allowed: Newton-Schulz needs each param's own shape");
+  if (ns_coefficients.empty()) throw Error("Muon: needs at least one Newton-Schulz coefficient");
+  LARS o(ps, lr, momentum, weight_decay, nesterov, false, false, 0.0, device, false);
+  o.ns_steps = ns_steps, o.ns_coefficients = std::move(ns_coefficients);
+  return o;
 }
 LAMB Adam(const std::vector<Tensor>& ps, double lr, double b1, double b2, double eps, std::optional<std::string> device, std::optional<bool> fused) {
   return LAMB(ps, lr, b1, b2, eps, 0.0, true, device, fused);

@@ -373,6 +373,121 @@ TEST(ConformanceNN, Layers) {
   run_all(cases, "layers");
 }
 
+TEST(ConformanceNN, InstanceNormLayerNorm2dLSTMCell) {
+  tg::Tensor::manual_seed(4);
+  tg::nn::InstanceNorm in(3), in_na(2, 1e-3, false);
+  tg::nn::LayerNorm2d ln2d(3);
+  tg::nn::LSTMCell cell(3, 2), cell_nb(2, 3, false);
+  auto perturb = [](std::optional<tg::Tensor>& t, uint32_t seed) { if (t) t = F(t->shape(), seed).t; };
+  perturb(in.weight, 61), perturb(in.bias, 62), perturb(ln2d.weight, 63), perturb(ln2d.bias, 64), perturb(cell.bias_ih, 65), perturb(cell.bias_hh, 66);
+  auto lstm = [](const at::Tensor& x, const at::Tensor& h, const at::Tensor& c, const AV& w) {
+    auto [h2, c2] = at::lstm_cell(x, {h, c}, w[0], w[1], w.size() > 2 ? w[2] : at::Tensor(), w.size() > 2 ? w[3] : at::Tensor());
+    return at::cat({h2, c2}, 1);
+  };
+  std::vector<Case> cases{
+      {"InstanceNorm 4d", {F({2, 3, 2, 3}), P(*in.weight), P(*in.bias)}, [&](const TV& v) { return in(v[0]); },
+       [](const AV& v) { return at::instance_norm(v[0], v[1], v[2], {}, {}, true, 0.1, 1e-5, false); }},
+      {"InstanceNorm 3d no affine", {F({3, 2, 5})}, [&](const TV& v) { return in_na(v[0]); },
+       [](const AV& v) { return at::instance_norm(v[0], {}, {}, {}, {}, true, 0.1, 1e-3, false); }},
+      {"LayerNorm2d", {F({2, 3, 2, 2}), P(*ln2d.weight), P(*ln2d.bias)}, [&](const TV& v) { return ln2d(v[0]); },
+       [](const AV& v) { return at::layer_norm(v[0].permute({0, 2, 3, 1}), {3}, v[1], v[2], 1e-5).permute({0, 3, 1, 2}); }},
+      {"LSTMCell (h, c)", {F({4, 3}), F({4, 2}, 2), F({4, 2}, 3), P(cell.weight_ih), P(cell.weight_hh), P(*cell.bias_ih), P(*cell.bias_hh)},
+       [&](const TV& v) { auto [h, c] = cell(v[0], std::pair{v[1], v[2]}); return h.cat(c, 1); },
+       [&](const AV& v) { return lstm(v[0], v[1], v[2], {v[3], v[4], v[5], v[6]}); }},
+      {"LSTMCell no bias, zero state", {F({2, 2}), P(cell_nb.weight_ih), P(cell_nb.weight_hh)},
+       [&](const TV& v) { auto [h, c] = cell_nb(v[0]); return h.cat(c, 1); },
+       [&](const AV& v) { return lstm(v[0], at::zeros({2, 3}), at::zeros({2, 3}), {v[1], v[2]}); }},
+  };
+  run_all(cases, "instancenorm/layernorm2d/lstmcell");
+  tg::nn::LSTMCell c2(3, 2);
+  expect_error([&] { c2(tg::Tensor::zeros({2, 4})); }, {"LSTMCell: input (2, 4) needs shape (N, 3)"});
+  expect_error([&] { c2(tg::Tensor::zeros({2, 3}), std::pair{tg::Tensor::zeros({2, 2}), tg::Tensor::zeros({1, 2})}); }, {"LSTMCell: h (2, 2) and c (1, 2) must both be"});
+  expect_error([&] { in(tg::Tensor::zeros({2, 4, 3})); }, {"InstanceNorm: input (2, 4, 3) needs shape (N, 3, ...)"});
+  expect_error([&] { ln2d(tg::Tensor::zeros({2, 3, 4})); }, {"LayerNorm2d: input (2, 3, 4) is not (N, C, H, W)"});
+}
+
+// tinygrad's Newton-Schulz written out with ATen ops: normalize by the Frobenius norm of the last two dims, then
+// G = sum_i c_i (G G^T)^i G per step; tall matrices go through their transpose
+at::Tensor newton_schulz_ref(const at::Tensor& x, int steps, const std::vector<double>& c, double eps = 1e-7) {
+  if (x.size(-2) > x.size(-1)) return newton_schulz_ref(x.transpose(-2, -1), steps, c, eps).transpose(-2, -1);
+  at::Tensor g = x / (x.square().sum({-2, -1}, true).sqrt() + eps);
+  for (int s = 0; s < steps; s++) {
+    at::Tensor gg = g.matmul(g.transpose(-2, -1)), term = g, acc = g * c[0];
+    for (size_t i = 1; i < c.size(); i++) term = gg.matmul(term), acc = acc + term * c[i];
+    g = acc;
+  }
+  return g;
+}
+
+TEST(ConformanceNN, NewtonSchulz) {
+  const std::vector<double> muon{3.4445, -4.775, 2.0315}, cubic{2, -1.5, 0.5};
+  std::vector<Case> cases{
+      {"wide 3x5, Muon's coefficients", {F({3, 5})}, [&](const TV& v) { return v[0].newton_schulz(5, muon); }, [&](const AV& v) { return newton_schulz_ref(v[0], 5, muon); }},
+      {"tall 5x3", {F({5, 3}, 2)}, [&](const TV& v) { return v[0].newton_schulz(5, muon); }, [&](const AV& v) { return newton_schulz_ref(v[0], 5, muon); }},
+      {"batched 2x3x4, cubic, 3 steps", {F({2, 3, 4}, 3)}, [&](const TV& v) { return v[0].newton_schulz(3, cubic); }, [&](const AV& v) { return newton_schulz_ref(v[0], 3, cubic); }},
+      {"square 4x4, 0 steps", {F({4, 4}, 4)}, [&](const TV& v) { return v[0].newton_schulz(0, cubic); }, [&](const AV& v) { return newton_schulz_ref(v[0], 0, cubic); }},
+  };
+  for (auto& c : cases) c.tol = {1e-4, 1e-4}, c.gtol = {1e-3, 1e-3};
+  run_all(cases, "newton_schulz");
+  // the cubic polynomial converges to the orthogonal polar factor: rows of a wide matrix become orthonormal
+  tg::Tensor q = F({3, 5}, 7).t.newton_schulz(25, cubic);
+  EXPECT_TRUE(same(q.matmul(q.T()), at::eye(3), false, oracle::Tol{1e-4, 1e-4}));
+  expect_error([] { tg::Tensor::ones({3}).newton_schulz(5, {1}); }, {"newton_schulz", "two or more dims", "(3,)"});
+  expect_error([] { tg::Tensor::ones({2, 2}).newton_schulz(5, {}); }, {"newton_schulz", "coefficient"});
+  expect_error([] { tg::Tensor::ones({2, 2}).newton_schulz(-1, {1}); }, {"newton_schulz", "steps"});
+}
+
+// QR: Q and R equal LAPACK's up to the signs of R's diagonal (QR is unique up to those; tinygrad also reflects the last
+// row of a square matrix, where LAPACK stops), Q R rebuilds the input, Q is orthogonal; wide, tall, square, batched
+at::Tensor diag_signs(const at::Tensor& r) {  // sign(diag(R)) as (..., k), zeros counted as +1
+  at::Tensor d = r.diagonal(0, -2, -1).sign();
+  return at::where(d == 0, at::ones_like(d), d);
+}
+TEST(ConformanceLinalg, QR) {
+  constexpr oracle::Tol tol{1e-4, 1e-4};
+  for (auto s : std::vector<std::vector<int64_t>>{{3, 3}, {4, 2}, {2, 4}, {2, 3, 2}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Pair x = F(s, 71);
+    auto [q, r] = x.t.qr();
+    auto [tq, tr] = at::linalg_qr(x.a, "complete");
+    at::Tensor aq = to_torch(q), ar = to_torch(r);
+    int64_t k = std::min(s[s.size() - 2], s.back());
+    auto qk = [&](const at::Tensor& t) { return t.narrow(-1, 0, k); };
+    auto rk = [&](const at::Tensor& t) { return t.narrow(-2, 0, k); };
+    EXPECT_TRUE(oracle::match(oracle::result(qk(aq) * diag_signs(ar).unsqueeze(-2)), oracle::result(qk(tq) * diag_signs(tr).unsqueeze(-2)), tol)) << "Q";
+    EXPECT_TRUE(oracle::match(oracle::result(rk(ar) * diag_signs(ar).unsqueeze(-1)), oracle::result(rk(tr) * diag_signs(tr).unsqueeze(-1)), tol)) << "R";
+    EXPECT_TRUE(same(r.tril(-1), at::zeros(tr.sizes()), false, tol)) << "R is upper triangular";
+    EXPECT_TRUE(same(q.matmul(r), x.a, false, tol)) << "Q R";
+    int64_t m = s[s.size() - 2];
+    EXPECT_TRUE(same(q.transpose(-2, -1).matmul(q), at::eye(m).expand(tq.sizes()), false, tol)) << "Q^T Q";
+  }
+  expect_error([] { tg::Tensor::ones({3}).qr(); }, {"qr", "two or more dims", "(3,)"});
+}
+
+// SVD: singular values equal LAPACK's, U diag(S) Vh rebuilds the input, U and Vh are orthogonal; without
+// full_matrices U keeps min(m, n) columns
+TEST(ConformanceLinalg, SVD) {
+  constexpr oracle::Tol tol{2e-4, 2e-4};
+  for (auto s : std::vector<std::vector<int64_t>>{{3, 3}, {4, 2}, {2, 3}, {2, 2, 3}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Pair x = F(s, 72);
+    auto [u, sv, vh] = x.t.svd();
+    EXPECT_TRUE(same(sv, at::linalg_svdvals(x.a), false, tol)) << "S";
+    int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+    std::vector<std::pair<int64_t, int64_t>> cut;
+    for (size_t d = 0; d + 1 < u.shape().size(); d++) cut.push_back({0, u.shape()[d]});
+    cut.push_back({0, k});
+    std::vector<std::pair<int64_t, int64_t>> rows(cut.begin(), cut.end() - 1);
+    rows.back() = {0, k}, rows.push_back({0, n});
+    EXPECT_TRUE(same((u.shrink(cut) * sv.unsqueeze(-2)).matmul(vh.shrink(rows)), x.a, false, tol)) << "U S Vh";
+    EXPECT_TRUE(same(u.transpose(-2, -1).matmul(u), at::eye(m).expand(u.shape()), false, tol)) << "U^T U";
+    EXPECT_TRUE(same(vh.matmul(vh.transpose(-2, -1)), at::eye(n).expand(vh.shape()), false, tol)) << "Vh Vh^T";
+    auto [u2, s2, vh2] = x.t.svd(false);
+    EXPECT_EQ(u2.shape().back(), k);
+  }
+  expect_error([] { tg::Tensor::ones({2}).svd(); }, {"svd", "two or more dims"});
+}
+
 // the initial values themselves are checked in tests/nn/test_layers.cpp (ranges, shapes, names); here: BatchNorm
 
 TEST(ConformanceNN, BatchNormEval) {

@@ -3,12 +3,14 @@
 // lacks, against the paper's update written here with ATen ops).
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/schedulers/step_lr.h>
 #include <torch/optim/sgd.h>
 
 #include <functional>
 
 #include "tensor_harness.h"
 #include "tg/context.h"
+#include "tg/lr_scheduler.h"
 #include "tg/optim.h"
 
 namespace {
@@ -152,6 +154,124 @@ TEST(Optim, LAMBMatchesThePaper) {
     };
     check(m, ours, zero, step);
   }
+}
+
+// Muon (tinygrad's LARS with Newton-Schulz): nesterov momentum b = m b + g, u = g + m b, the update lr * NS(u viewed
+// as (rows, -1)), written with ATen ops. Tinygrad computes the post-momentum weight decay into a local it never uses,
+// so weight_decay must not change anything: it runs with 0.1 here
+TEST(Optim, MuonMatchesTheMath) {
+  for (auto [steps, nesterov] : {std::pair{5, true}, std::pair{2, false}}) {
+    SCOPED_TRACE("ns_steps " + std::to_string(steps) + (nesterov ? " nesterov" : ""));
+    Mlp m;
+    const double lr = 0.02, mom = 0.95;
+    const std::vector<double> c{3.4445, -4.775, 2.0315};
+    auto ours = optim::Muon(m.tg_params, lr, mom, 0.1, steps, c, nesterov);
+    std::vector<at::Tensor> buf;
+    for (auto& p : m.torch_params) buf.push_back(at::zeros_like(p).detach());
+    auto ns = [&](at::Tensor x) {
+      bool tall = x.size(0) > x.size(1);
+      if (tall) x = x.t();
+      x = x / (x.square().sum().sqrt() + 1e-7);
+      for (int s = 0; s < steps; s++) {
+        at::Tensor a = x.matmul(x.t());
+        x = c[0] * x + c[1] * a.matmul(x) + c[2] * a.matmul(a.matmul(x));
+      }
+      return tall ? x.t() : x;
+    };
+    auto zero = [&] {
+      for (auto& p : m.torch_params) p.mutable_grad() = at::Tensor();
+    };
+    auto step = [&] {
+      at::NoGradGuard ng;
+      for (size_t i = 0; i < m.torch_params.size(); i++) {
+        at::Tensor p = m.torch_params[i], g = p.grad();
+        buf[i] = mom * buf[i] + g;
+        at::Tensor u = nesterov ? g + mom * buf[i] : buf[i];
+        p.sub_(lr * ns(u.reshape({u.size(0), -1})).reshape(u.sizes()));
+      }
+    };
+    check(m, ours, zero, step);
+  }
+  Mlp m;
+  EXPECT_THROW(optim::Muon(m.tg_params, 0.1, 0.95, 0.1, 5, {3.4445, -4.775, 2.0315}, true, std::nullopt, true), tg::Error);
+  EXPECT_THROW(optim::Muon(m.tg_params, 0.1, 0.95, 0.1, 5, {}), tg::Error);
+}
+
+// ***** learning-rate schedulers *****
+
+double lr_of(optim::Optimizer& o) { return o.lr.to("CPU").cast(tg::dtypes::float64).item<double>(); }
+
+// StepLR against libtorch's. libtorch 1.13 decays on the call after each multiple of step_size (its step counter starts
+// at 0 and is read before it is incremented); PyTorch's Python StepLR and ours decay at the multiple itself, so ours
+// after k steps equals libtorch's after k + 1
+TEST(LRScheduler, StepLRMatchesTorch) {
+  Mlp m;
+  auto ours = optim::SGD(m.tg_params, 0.5);
+  optim::StepLR sched(ours, 3, 0.5);
+  torch::optim::SGD theirs(m.torch_params, torch::optim::SGDOptions(0.5));
+  torch::optim::StepLR tsched(theirs, 3, 0.5);
+  tsched.step();
+  for (int k = 1; k <= 10; k++) {
+    sched.step();
+    tsched.step();
+    double want = static_cast<torch::optim::SGDOptions&>(theirs.param_groups()[0].options()).lr();
+    EXPECT_NEAR(lr_of(ours), want, 1e-7) << "after " << k << " steps";
+    EXPECT_NEAR(lr_of(ours), 0.5 * std::pow(0.5, k / 3), 1e-7) << "after " << k << " steps";  // PyTorch's closed form
+  }
+  EXPECT_EQ(sched.epoch_counter.item<int32_t>(), 10);
+}
+
+// the others against their formulas (PyTorch's closed forms; libtorch 1.13 has none of them)
+TEST(LRScheduler, MultiStepCosineOneCycle) {
+  Mlp m;
+  auto a = optim::SGD(m.tg_params, 0.4), b = optim::SGD(m.tg_params, 0.4), c = optim::SGD(m.tg_params, 0.4);
+  optim::MultiStepLR ms(a, {2, 5, 6}, 0.5);
+  optim::CosineAnnealingLR cos(b, 8, 0.1);
+  optim::OneCycleLR one(c, 1.0, 4.0, 10.0, 10, 0.3);
+  EXPECT_NEAR(lr_of(c), 0.25, 1e-7);  // initial lr = max_lr / div_factor
+  optim::LRSchedulerGroup group({&ms, &cos, &one});
+  for (int k = 1; k <= 10; k++) {
+    group.step();
+    double want_ms = 0.4 * std::pow(0.5, (k >= 2) + (k >= 5) + (k >= 6));
+    double want_cos = 0.1 + 0.5 * (0.4 - 0.1) * (1 + std::cos(M_PI * k / 8));
+    // warm-up over 3 steps from 0.25 to 1.0, then down over 7 steps to 0.025
+    double want_one = k < 3 ? 0.25 + (1.0 - 0.25) * k / 3.0 : 1.0 + (0.025 - 1.0) * (k - 3) / 7.0;
+    EXPECT_NEAR(lr_of(a), want_ms, 1e-7) << "MultiStepLR after " << k;
+    EXPECT_NEAR(lr_of(b), want_cos, 1e-6) << "CosineAnnealingLR after " << k;
+    EXPECT_NEAR(lr_of(c), want_one, 1e-6) << "OneCycleLR after " << k;
+  }
+}
+
+TEST(LRScheduler, ReduceLROnPlateau) {
+  Mlp m;
+  auto o = optim::SGD(m.tg_params, 1.0);
+  optim::ReduceLROnPlateau s(o, "min", 0.5, 2, 0.1, "rel");
+  // improvements must beat best * 0.9; three epochs in a row without one halve the lr
+  std::vector<std::pair<double, double>> seq{{10, 1}, {9.5, 1}, {9.2, 1}, {8.9, 1}, {8.0, 1}, {7.5, 1}, {7.4, 1}, {7.3, 0.5}, {5, 0.5}, {5, 0.5}, {5, 0.5}, {5, 0.25}};
+  for (size_t i = 0; i < seq.size(); i++) {
+    s.step(seq[i].first);
+    EXPECT_NEAR(lr_of(o), seq[i].second, 1e-7) << "epoch " << i + 1;
+  }
+  optim::ReduceLROnPlateau mx(o, "max", 0.1, 0, 0.5, "abs");
+  EXPECT_TRUE(mx.is_better(1.0));
+  mx.step(1.0);
+  EXPECT_FALSE(mx.is_better(1.4));
+  EXPECT_TRUE(mx.is_better(1.6));
+}
+
+TEST(LRScheduler, Errors) {
+  Mlp m;
+  auto o = optim::SGD(m.tg_params, 0.1);
+  expect_error([&] { optim::StepLR(o, 0); }, {"StepLR", "step_size"});
+  expect_error([&] { optim::CosineAnnealingLR(o, 0); }, {"CosineAnnealingLR", "T_max"});
+  expect_error([&] { optim::OneCycleLR(o, 1, 4, 10, 10, 0.3, "cos"); }, {"OneCycleLR", "anneal_strategy", "\"cos\""});
+  expect_error([&] { optim::OneCycleLR(o, 1, 4, 10, 10, 0.3, "linear", true); }, {"OneCycleLR", "cycle_momentum"});
+  expect_error([&] { optim::OneCycleLR(o, 1, 4, 10, 10, 1.5); }, {"OneCycleLR", "pct_start"});
+  expect_error([&] { optim::ReduceLROnPlateau(o, "lowest"); }, {"ReduceLROnPlateau", "mode", "\"lowest\""});
+  expect_error([&] { optim::ReduceLROnPlateau(o, "min", 0.1, 10, 1e-4, "pct"); }, {"ReduceLROnPlateau", "threshold_mode"});
+  tg::Context const_lr({{"CONST_LR", 1}});
+  auto oc = optim::SGD(m.tg_params, 0.1);
+  expect_error([&] { optim::StepLR(oc, 2); }, {"LR scheduler", "CONST_LR"});
 }
 
 TEST(Optim, Errors) {
