@@ -41,7 +41,7 @@ Tensor Tensor::einsum(const std::string& formula_in, const std::vector<Tensor>& 
   std::optional<std::string> rhs = sides.size() == 2 ? std::optional(sides[1]) : std::nullopt;
   for (auto& s : sides) {
     std::string rest = s;
-    if (size_t p = rest.find("..."); p != std::string::npos) rest.erase(p, 3);
+    for (size_t p; (p = rest.find("...")) != std::string::npos;) rest.erase(p, 3);
     for (char c : rest) if (!is_letter(c) && c != ',') throw bad(std::string("invalid subscript '") + c + "'");
   }
   // the ellipsis becomes letters the formula does not use, right-aligned across operands as broadcasting is

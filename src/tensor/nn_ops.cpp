@@ -333,7 +333,10 @@ Tensor Tensor::max_unpool2d(const Tensor& indices, IntList kernel_size, std::opt
   Tensor hot = one_hot_along_dim(indices.reshape({bs, c, 1, -1}), prod_of(out), 2, "max_unpool2d");
   Shape full{bs, c};
   full.insert(full.end(), out.begin(), out.end());
-  return hot.where(reshape({bs, c, 1, -1}), 0).sum(3).reshape(full);
+  // overlapping windows can name one position twice (with the same value): torch writes it once, tinygrad's sum would
+  // double it, so take the max of the hits
+  Tensor picked = hot.where(reshape({bs, c, 1, -1}), lit(dtype().min())).max(3);
+  return hot.any(3).where(picked, 0).reshape(full);
 }
 
 Tensor Tensor::interpolate(const Shape& size, const std::string& mode_in, bool align_corners) const {
