@@ -112,7 +112,7 @@ class Tensor {
   Tensor const_like(ConstVal v, std::optional<DType> dtype = std::nullopt) const;  // v in this shape, no storage (device-free)
   // steps values from start to stop, both included (default_float unless dtype; bool is not supported)
   static Tensor linspace(ConstVal start, ConstVal stop, int64_t steps, std::optional<DType> dtype = std::nullopt);
-  // a tensor of Invalid: the values are never read (tinygrad's anonymous buffer, the future of empty)
+  // tinygrad's anonymous buffer (full of Invalid there): values that are never read; here the same as empty()
   static Tensor invalids(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   // a tensor over caller memory, not copied and not owned: ptr (host memory for CPU, a device pointer for CUDA) must
   // hold prod(shape) elements of dtype and stay valid while this tensor or any tensor still reading its buffer lives;
@@ -374,8 +374,9 @@ class Tensor {
   Tensor operator[](const std::vector<Index>& indices) const;
   Tensor operator[](const Tensor& index) const { return (*this)[std::vector<Index>{index}]; }
   // tinygrad's t[indices] = v: v (broadcast, cast if a weak literal, else of this dtype) written where the indices
-  // point; on repeated advanced indices the last write wins. A tensor that is not realized (or one whose graph other
-  // live tensors still use) gets the new graph; a realized one is assigned in place, so its views see the write
+  // point; on repeated advanced indices the last write wins. An unrealized float tensor gets the new graph; a realized
+  // one is assigned in place, so its views see the write. An error if another live tensor (not a view of the same
+  // buffer, not v) is computed from this one: its value would diverge from eager semantics
   Tensor& setitem(const std::vector<Index>& indices, const Tensor& v);
   template <class T> requires std::is_arithmetic_v<T>
   Tensor& setitem(const std::vector<Index>& indices, T v) { return setitem(indices, Tensor(v)); }

@@ -67,8 +67,10 @@ Tensor Tensor::linspace(ConstVal start, ConstVal stop, int64_t steps, std::optio
   return (arange(steps, dtypes::default_float) * delta + lit(start)).cast(dt);
 }
 
+// tinygrad's full of Invalid; a STORE of Invalid is not lowered here yet, so it is the anonymous buffer empty() makes
 Tensor Tensor::invalids(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
-  return full(shape, ConstVal::invalid(), dtype.value_or(dtypes::default_float), device);
+  check_shape("invalids", shape);
+  return empty(shape, dtype, device);
 }
 
 Tensor Tensor::from_blob(void* ptr, const Shape& shape, DType dtype, const std::string& device) {
