@@ -113,6 +113,15 @@ TEST(TensorFancy, Setitem) {
   at::Tensor wj = xi.a.clone();
   wj.index_put_({ai::Slice(), longs({0, 3})}, oracle::make<int64_t>({-1, -2}, {2}, at::kInt));
   expect_rows({{"int view", ti, wi}, {"the view sees it", row, wi[1]}, {"int tensor index", tj, wj}}, "int");
+
+  // 0-d and empty targets
+  Pair s = input({}, dtypes::float32, -3, 3, 5), e = input({0, 5}, dtypes::float32, -3, 3, 6);
+  tg::Tensor ts = to_tg(s.a), te = to_tg(e.a);
+  ts.setitem({}, 2.0);
+  te.setitem({Slice{}, std::vector<int64_t>{1, 3}}, tg::Tensor::from_vector<float>({1, 2}));
+  tg::Tensor te2 = to_tg(e.a);
+  te2.setitem({Slice{}, 1}, 4.0);
+  expect_rows({{"0-d", ts, at::scalar_tensor(2.0, at::kFloat)}, {"empty, list", te, e.a}, {"empty, int", te2, e.a}}, "0-d and empty");
 }
 
 TEST(TensorFancy, IndexErrors) {
