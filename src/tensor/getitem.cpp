@@ -3,7 +3,6 @@
 // as a one-hot mask reduced over the indexed dims (or one linear index for consecutive ones), 4. setitem: the value
 // merged back through the same mask and view ops, then replaced or assigned.
 #include <algorithm>
-#include <numeric>
 
 #include "tensor/tensor_impl.h"
 #include "uop/movement.h"
