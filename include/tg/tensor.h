@@ -53,13 +53,16 @@ struct Axis {
   Axis(std::initializer_list<int> a) : axes(std::vector<int64_t>(a.begin(), a.end())) {}
 };
 
-// one index of t[...]: an int (drops the dim), a slice, None (new axis of size 1) or Ellipsis
+// one index of t[...]: an int (drops the dim), a slice, None (new axis of size 1), Ellipsis, or an advanced index: an
+// int Tensor or int list (std::vector<int64_t>{...}) picking along the dim, a bool Tensor or bool list masking as many
+// dims as it has (torch's boolean indexing, which tinygrad lacks: the count of trues is read back, one realize)
 struct Slice {
   std::optional<int64_t> start, stop, step;
 };
 struct NewAxis {};
 struct Ellipsis {};
-using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
+class Tensor;
+using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor, std::vector<int64_t>, std::vector<bool>>;
 
 // an int or a list of ints, as tinygrad's conv/pool arguments take them (stride=2 or stride=(2, 1))
 struct IntList {
@@ -107,6 +110,15 @@ class Tensor {
   Tensor zeros_like(std::optional<DType> dtype = std::nullopt) const;
   Tensor ones_like(std::optional<DType> dtype = std::nullopt) const;
   Tensor empty_like(std::optional<DType> dtype = std::nullopt, const std::string& device = "") const;
+  Tensor const_like(ConstVal v, std::optional<DType> dtype = std::nullopt) const;  // v in this shape, no storage (device-free)
+  // steps values from start to stop, both included (default_float unless dtype; bool is not supported)
+  static Tensor linspace(ConstVal start, ConstVal stop, int64_t steps, std::optional<DType> dtype = std::nullopt);
+  // tinygrad's anonymous buffer (full of Invalid there): values that are never read; here the same as empty()
+  static Tensor invalids(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  // a tensor over caller memory, not copied and not owned: ptr (host memory for CPU, a device pointer for CUDA) must
+  // hold prod(shape) elements of dtype and stay valid while this tensor or any tensor still reading its buffer lives;
+  // writes through assign go to that memory
+  static Tensor from_blob(void* ptr, const Shape& shape, DType dtype = dtypes::default_float, const std::string& device = "");
   // random numbers from tinygrad's threefry counter generator (the same graph, the same bits)
   static void manual_seed(uint64_t seed = 0);
   static Tensor rand(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
@@ -118,6 +130,16 @@ class Tensor {
   static Tensor scaled_uniform(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor glorot_uniform(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor kaiming_uniform(const Shape& shape, double a = 0.01, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  // normal(mean, std) by Box-Muller from rand; kaiming_normal: std sqrt(2/(1+a^2)/fan_in) (fan_in = prod(shape[1:]))
+  static Tensor normal(const Shape& shape, double mean = 0.0, double std = 1.0, std::optional<DType> dtype = std::nullopt,
+                       const std::string& device = "");
+  static Tensor kaiming_normal(const Shape& shape, double a = 0.01, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32, const std::string& device = "");  // argsort of rand(n)
+  // threefry bits: num uint32 values from a (2,) uint32 key and counter, as tinygrad's Tensor.random_bits
+  static Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num);
+  // num_samples int32 class indices per row of self's (1-D or 2-D) weights: by the cdf with replacement, else
+  // Efraimidis-Spirakis keys (log2(u) / w) and topk
+  Tensor multinomial(int64_t num_samples = 1, bool replacement = false) const;
   Tensor rand_like(std::optional<DType> dtype = std::nullopt) const;
   Tensor randn_like(std::optional<DType> dtype = std::nullopt) const;
   // host data, in row-major order: the BUFFER is created on the device and written now
@@ -313,6 +335,9 @@ class Tensor {
   template <class V> requires std::is_same_v<V, std::vector<int64_t>>
   Tensor pad(const V& flat, const std::string& mode = "constant", ConstVal value = 0.0) const { return pad_flat(flat, mode, value); }
   Tensor view(const Shape& shape) const { return reshape(shape); }
+  // einops' rearrange: "b c (h w) -> b (c h) w" with sizes {{"h", 2}} for axes a group splits; "..." and 1 (a unit
+  // axis) as einops has them
+  Tensor rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const;
   const Shape& size() const { return shape(); }
   int64_t size(int64_t dim) const;
   // pieces along dim: of `sizes` each (the last one smaller) for an int, of the listed sizes (summing to the dim) for a list
@@ -342,9 +367,20 @@ class Tensor {
   Tensor stack(const Tensor& other, int64_t dim = 0) const;
   Tensor shrink_to(const Shape& shape) const;
   Tensor pad_to(const Shape& shape) const;
-  // t[i], t[{Slice{0, 2}, 1, NewAxis{}, Ellipsis{}}]: basic indexing as Python's (negative indices, steps)
+  // t[i], t[{Slice{0, 2}, 1, NewAxis{}, Ellipsis{}}]: basic indexing as Python's (negative indices, steps);
+  // t[idx], t[{Slice{}, idx, std::vector<int64_t>{0, 2}}]: advanced indexing as tinygrad's getitem (numpy's rules: the
+  // broadcast index dims go where the first index was, or in front when slices separate the indices). Tensor index
+  // values out of range select 0 (they are known only when the graph runs); list values out of range are an error
   Tensor operator[](int64_t i) const;
   Tensor operator[](const std::vector<Index>& indices) const;
+  Tensor operator[](const Tensor& index) const { return (*this)[std::vector<Index>{index}]; }
+  // tinygrad's t[indices] = v: v (broadcast, cast if a weak literal, else of this dtype) written where the indices
+  // point; on repeated advanced indices the last write wins. An unrealized float tensor gets the new graph; a realized
+  // one is assigned in place, so its views see the write. An error if another live tensor (not a view of the same
+  // buffer, not v) is computed from this one: its value would diverge from eager semantics
+  Tensor& setitem(const std::vector<Index>& indices, const Tensor& v);
+  template <class T> requires std::is_arithmetic_v<T>
+  Tensor& setitem(const std::vector<Index>& indices, T v) { return setitem(indices, Tensor(v)); }
   Tensor slice(const std::vector<Slice>& slices) const { return (*this)[std::vector<Index>(slices.begin(), slices.end())]; }
 
   // ** selection, scatter, sort (select.cpp) **
@@ -370,6 +406,9 @@ class Tensor {
 
   // ** linear algebra **
   Tensor dot(const Tensor& w, std::optional<DType> dtype = std::nullopt) const;
+  // Einstein summation: "ij,jk->ik"; without "->" the output is the letters used once, sorted; "..." broadcasts; a
+  // letter repeated in one operand takes its diagonal; dtype is the sum's
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands, std::optional<DType> dtype = std::nullopt);
   // the upper / lower triangle of the last two dims (0 elsewhere); diagonal > 0 moves the border up-right
   Tensor triu(int64_t diagonal = 0) const;
   Tensor tril(int64_t diagonal = 0) const;
@@ -417,6 +456,13 @@ class Tensor {
   // max_pool2d(return_indices=True): the values and the flat spatial index of each maximum
   std::pair<Tensor, Tensor> max_pool2d_with_indices(IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt,
                                                     IntList dilation = 1, IntList padding = 0, bool ceil_mode = false) const;
+  // max_pool2d's partial inverse: each value placed at its flat spatial index (max_pool2d_with_indices'), 0 elsewhere;
+  // the output's spatial size from the pooling arguments unless output_size (whose last dims are used) is given
+  Tensor max_unpool2d(const Tensor& indices, IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt, IntList dilation = 1,
+                      IntList padding = 0, std::optional<Shape> output_size = std::nullopt) const;
+  // resize the last size.size() dims: "linear" (bilinear, trilinear over 2, 3 dims; align_corners as torch's),
+  // "nearest" (torch's floor of scale * i) or "nearest-exact" (of scale * (i + 0.5)); the result keeps the dtype
+  Tensor interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const;
   Tensor avg_pool2d(IntList kernel_size = {2, 2}, std::optional<IntList> stride = std::nullopt, IntList dilation = 1, IntList padding = 0,
                     bool ceil_mode = false, bool count_include_pad = true) const;
   Tensor dropout(double p = 0.5) const;  // identity unless tg::training()

@@ -16,7 +16,7 @@ Buffer::Buffer(std::string_view device, size_t size, DType dtype) : dev_(&get_de
 }
 
 Buffer::~Buffer() {
-  if (!base_ && ptr_) dev_->free(ptr_, nbytes());
+  if (!base_ && ptr_ && !external_) dev_->free(ptr_, nbytes());
 }
 
 std::shared_ptr<Buffer> Buffer::view(const std::shared_ptr<Buffer>& base, size_t size, DType dtype, size_t byte_offset) {
@@ -41,8 +41,15 @@ Buffer& Buffer::ensure_allocated() {
 }
 
 void Buffer::deallocate() {
+  if (external_) return;
   if (!base_ && ptr_) dev_->free(ptr_, nbytes());
   ptr_ = nullptr;
+}
+
+void Buffer::use_external(void* ptr) {
+  if (base_) throw Error("Buffer::use_external: a view cannot own external memory");
+  if (ptr_ && !external_) dev_->free(ptr_, nbytes());
+  ptr_ = ptr, external_ = true;
 }
 
 void* Buffer::ptr() {

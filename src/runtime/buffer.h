@@ -34,6 +34,8 @@ class Buffer {
   Buffer& ensure_allocated();
   void deallocate();  // back to the LRU cache; a view only forgets its pointer
   void* ptr();        // the device pointer, allocating first
+  // use memory the caller owns (Tensor::from_blob): never allocated, freed or given back here; the caller keeps it valid
+  void use_external(void* ptr);
 
   void copyin(const void* host, size_t nbytes);   // nbytes must equal nbytes()
   void copyout(void* host, size_t nbytes);        // nbytes must equal nbytes()
@@ -46,6 +48,7 @@ class Buffer {
   std::shared_ptr<Buffer> base_;
   size_t offset_ = 0;
   void* ptr_ = nullptr;
+  bool external_ = false;
 };
 
 }  // namespace tg

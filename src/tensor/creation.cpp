@@ -5,6 +5,8 @@
 #include <numbers>
 #include <map>
 
+#include "engine/realize.h"
+#include "runtime/buffer.h"
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
 #include "uop/movement.h"
@@ -54,6 +56,32 @@ Tensor Tensor::empty_like(std::optional<DType> dtype, const std::string& device)
   return wrap(uop_of(*this).empty_like(dtype, opt_dev(device)));
 }
 
+Tensor Tensor::const_like(ConstVal v, std::optional<DType> dtype) const { return tg::const_like(*this, v, dtype); }
+
+Tensor Tensor::linspace(ConstVal start, ConstVal stop, int64_t steps, std::optional<DType> dtype) {
+  if (steps < 0) throw Error("linspace: the number of steps must be non-negative, got " + std::to_string(steps));
+  DType dt = dtype.value_or(dtypes::default_float);
+  if (dt.is_bool()) throw Error("linspace: bool dtype is not supported");
+  if (steps == 1) return full_const({1}, start, dt);
+  double delta = (stop.as_double() - start.as_double()) / double(steps - 1);
+  return (arange(steps, dtypes::default_float) * delta + lit(start)).cast(dt);
+}
+
+// tinygrad's full of Invalid; a STORE of Invalid is not lowered here yet, so it is the anonymous buffer empty() makes
+Tensor Tensor::invalids(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
+  check_shape("invalids", shape);
+  return empty(shape, dtype, device);
+}
+
+Tensor Tensor::from_blob(void* ptr, const Shape& shape, DType dtype, const std::string& device) {
+  check_shape("from_blob", shape);
+  if (dtype.is_weak()) throw Error("from_blob: cannot create storage for weak dtype " + dt_name(dtype));
+  if (!ptr && numel_of(shape) > 0) throw Error("from_blob: null pointer for shape " + tg::shape_str(shape));
+  Tensor r = empty(shape, dtype, device);
+  if (numel_of(shape) > 0) buffer_of(uop_of(r).base()).use_external(ptr);
+  return r;
+}
+
 Tensor Tensor::arange(ConstVal stop, std::optional<DType> dtype) { return arange(0, stop, 1, dtype); }
 Tensor Tensor::arange(ConstVal start, ConstVal stop, ConstVal step, std::optional<DType> dtype) {
   bool fl = start.is_float() || stop.is_float() || step.is_float();
@@ -96,11 +124,11 @@ void check_matrix(const Tensor& t, const char* op) {
 }  // namespace
 Tensor Tensor::triu(int64_t diagonal) const {
   check_matrix(*this, "triu");
-  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal).where(*this, const_like(*this, 0));
+  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal).where(*this, tg::const_like(*this, 0));
 }
 Tensor Tensor::tril(int64_t diagonal) const {
   check_matrix(*this, "tril");
-  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal + 1).where(const_like(*this, 0), *this);
+  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal + 1).where(tg::const_like(*this, 0), *this);
 }
 
 // ***** 2. random: threefry on a per-device (key, counter) state *****
@@ -141,7 +169,13 @@ Tensor threefry_random_bits(const Tensor& key, const Tensor& counts0, const Tens
   return x.cast(dtypes::uint32).cat((x >> 32).cast(dtypes::uint32));
 }
 
-Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
+}  // namespace
+
+Tensor Tensor::random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
+  for (const Tensor* t : {&key, &counter})
+    if (t->shape() != Shape{2} || t->dtype() != dtypes::uint32)
+      throw Error("random_bits: key and counter must be (2,) uint32, got " + t->shape_str() + " " + dt_name(t->dtype()));
+  if (num < 0) throw Error("random_bits: num must be non-negative, got " + std::to_string(num));
   Tensor low = counter.slice({{0, 1}}), high = counter.slice({{1, 2}});
   std::vector<Tensor> bits;
   constexpr int64_t U32MAX = 0xffffffff;
@@ -157,6 +191,8 @@ Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
   if (bits.empty()) return counter.slice({{0, 0}});
   return Tensor::cat(bits);
 }
+
+namespace {
 
 Tensor bits_to_rand(const Tensor& bits, const Shape& shape, DType dt) {
   int nmant = dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : dt == dtypes::float32 ? 23 : 52;
@@ -205,6 +241,41 @@ Tensor Tensor::uniform(const Shape& shape, double low, double high, std::optiona
   check_shape("uniform", shape);
   if (low >= high) throw Error("uniform: requires low < high, got low=" + std::to_string(low) + ", high=" + std::to_string(high));
   return (rand(shape, std::nullopt, device).mul(high - low, true)).cast(dtype.value_or(dtypes::default_float)) + low;
+}
+
+Tensor Tensor::normal(const Shape& shape, double mean, double std, std::optional<DType> dtype, const std::string& device) {
+  if (!(std >= 0)) throw Error("normal: requires std >= 0, got std=" + std::to_string(std));
+  return randn(shape, dtype, device).mul(std, true) + mean;
+}
+
+Tensor Tensor::kaiming_normal(const Shape& shape, double a, std::optional<DType> dtype, const std::string& device) {
+  if (shape.empty()) throw Error("kaiming_normal: needs at least one dim (the fan-in is prod(shape[1:]))");
+  int64_t fan_in = numel_of(Shape(shape.begin() + 1, shape.end()));
+  if (fan_in <= 0) throw Error("kaiming_normal: the fan-in prod(shape[1:]) of " + tg::shape_str(shape) + " is not positive");
+  return normal(shape, 0.0, std::sqrt(2.0 / (1 + a * a) / double(fan_in)), dtype, device);
+}
+
+Tensor Tensor::randperm(int64_t n, DType dtype, const std::string& device) {
+  if (n < 0) throw Error("randperm: n must be non-negative, got " + std::to_string(n));
+  if (!dtype.is_int()) throw Error("randperm: dtype must be int, got " + dt_name(dtype));
+  return rand({n}, std::nullopt, device).argsort().cast(dtype);
+}
+
+Tensor Tensor::multinomial(int64_t num_samples, bool replacement) const {
+  if (ndim() < 1 || ndim() > 2) throw Error("multinomial: weights must be 1-D or 2-D, got shape " + shape_str());
+  if (num_samples <= 0) throw Error("multinomial: num_samples must be positive, got " + std::to_string(num_samples));
+  Tensor w = ndim() == 1 ? unsqueeze(0) : *this;
+  if (!replacement && num_samples > w.shape()[1])
+    throw Error("multinomial: " + std::to_string(num_samples) + " samples without replacement from " + std::to_string(w.shape()[1]) + " classes");
+  Tensor idx;
+  if (replacement || num_samples == 1) {
+    Tensor cw = w.cumsum(1).float_(), cdf = cw / cw[{Slice{}, int64_t(-1)}].unsqueeze(1);
+    Tensor u = rand({num_samples, cdf.shape()[0], 1}).to(device().value_or(""));
+    idx = (u >= cdf).sum(2).permute({1, 0});
+  } else {
+    idx = (w.rand_like(dtypes::float32).log2() / w).topk(num_samples, 1).second;  // Efraimidis-Spirakis
+  }
+  return (ndim() == 1 ? idx.squeeze(0) : idx).cast(dtypes::int32);
 }
 
 Tensor Tensor::randint(const Shape& shape, int64_t low, int64_t high, DType dtype, const std::string& device) {

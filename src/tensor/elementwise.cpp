@@ -142,7 +142,7 @@ Tensor Tensor::cos() const {
 }
 Tensor Tensor::tan() const { return sin() / cos(); }
 Tensor Tensor::sign() const {
-  return ne(0).where(lt(0).where(const_like(*this, int64_t(-1)), const_like(*this, int64_t(1))), const_like(*this, int64_t(0)));
+  return ne(0).where(lt(0).where(tg::const_like(*this, int64_t(-1)), tg::const_like(*this, int64_t(1))), tg::const_like(*this, int64_t(0)));
 }
 Tensor Tensor::abs() const { return *this * sign(); }
 Tensor Tensor::floor() const {

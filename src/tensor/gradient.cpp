@@ -265,7 +265,7 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, std::op
     if (!t.is_floating_point()) throw Error("gradient: only float Tensors have gradient, a target is " + dt(t) + " " + t.shape_str());
     if (t.dtype().is_weak()) throw Error("gradient: cannot take gradient wrt a weak Tensor (" + dt(t) + " " + t.shape_str() + ")");
   }
-  UOp root_grad = gradient ? uop_of(*gradient) : uop_of(const_like(*this, ConstVal(1.0)));
+  UOp root_grad = gradient ? uop_of(*gradient) : uop_of(tg::const_like(*this, ConstVal(1.0)));
   std::unordered_set<UOp> tset;
   for (auto& t : targets) tset.insert(uop_of(t));
   auto grads = compute_gradient(uop_of(*this), root_grad, tset);

@@ -271,11 +271,11 @@ Tensor Tensor::avg_pool2d(IntList kernel_size, std::optional<IntList> stride, In
   check_window("avg_pool2d", k_, s_, d_);
   Shape reg_pads = resolve_pool_pads(padding, n, "avg_pool2d");
   Shape pads = ceil_mode ? apply_ceil_mode(*this, reg_pads, k_, s_, d_) : reg_pads;
-  if (!count_include_pad) return pool_(*this, pads).sum(axis) / pool_(const_like(*this, 1), pads).sum(axis);
+  if (!count_include_pad) return pool_(*this, pads).sum(axis) / pool_(tg::const_like(*this, 1), pads).sum(axis);
   if (!ceil_mode) return pool_(*this, pads).mean(axis);
   Shape extra;
   for (size_t i = 0; i < pads.size(); i++) extra.push_back(pads[i] - reg_pads[i]);
-  return pool_(*this, pads).sum(axis) / pool_(const_like(pad_spatial(*this, reg_pads, 0.0), 1), extra).sum(axis);
+  return pool_(*this, pads).sum(axis) / pool_(tg::const_like(pad_spatial(*this, reg_pads, 0.0), 1), extra).sum(axis);
 }
 
 namespace {
@@ -311,12 +311,76 @@ std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntList kernel_size, s
   return {pooled.max(a.axis), Tensor(spatial_sz) - idx.max(a.axis)};
 }
 
+Tensor Tensor::max_unpool2d(const Tensor& indices, IntList kernel_size, std::optional<IntList> stride, IntList dilation, IntList padding,
+                            std::optional<Shape> output_size) const {
+  if (ndim() < 3) throw Error("max_unpool2d: needs (batch, channels, spatial...) dims, got shape " + shape_str());
+  if (indices.shape() != shape())
+    throw Error("max_unpool2d: indices " + indices.shape_str() + " must have the shape of the values " + shape_str());
+  Shape spatial(shape().begin() + 2, shape().end()), out;
+  size_t n = spatial.size();
+  if (!output_size) {
+    Shape k_ = make_tuple(kernel_size, n), d_ = make_tuple(dilation, n), s_ = make_tuple(stride ? *stride : kernel_size, n);
+    if (k_.size() != n || d_.size() != n || s_.size() != n)
+      throw Error("max_unpool2d: kernel_size, stride and dilation need " + std::to_string(n) + " values for shape " + shape_str());
+    Pairs p_ = flat_to_grouped(resolve_pool_pads(padding, n, "max_unpool2d"));
+    for (size_t i = 0; i < n; i++) out.push_back((spatial[i] - 1) * s_[i] - (p_[i].first + p_[i].second) + d_[i] * (k_[i] - 1) + 1);
+  } else {
+    if (output_size->size() < n) throw Error("max_unpool2d: output_size " + list_str(*output_size) + " has fewer than " + std::to_string(n) + " dims");
+    out.assign(output_size->end() - int64_t(n), output_size->end());
+  }
+  for (int64_t o : out) if (o <= 0) throw Error("max_unpool2d: the output size " + list_str(out) + " is not positive");
+  int64_t bs = shape()[0], c = shape()[1];
+  Tensor hot = one_hot_along_dim(indices.reshape({bs, c, 1, -1}), prod_of(out), 2, "max_unpool2d");
+  Shape full{bs, c};
+  full.insert(full.end(), out.begin(), out.end());
+  // overlapping windows can name one position twice (with the same value): torch writes it once, tinygrad's sum would
+  // double it, so take the max of the hits
+  Tensor picked = hot.where(reshape({bs, c, 1, -1}), lit(dtype().min())).max(3);
+  return hot.any(3).where(picked, 0).reshape(full);
+}
+
+Tensor Tensor::interpolate(const Shape& size, const std::string& mode_in, bool align_corners) const {
+  std::string mode = mode_in == "bilinear" || mode_in == "trilinear" ? "linear" : mode_in;
+  if (mode != "linear" && mode != "nearest" && mode != "nearest-exact")
+    throw Error("interpolate: mode must be linear, bilinear, trilinear, nearest or nearest-exact, got \"" + mode_in + "\"");
+  if ((mode_in == "bilinear" && size.size() != 2) || (mode_in == "trilinear" && size.size() != 3))
+    throw Error("interpolate: " + mode_in + " needs " + (mode_in == "bilinear" ? "2" : "3") + " sizes, got " + list_str(size));
+  if (size.empty() || int64_t(size.size()) > ndim())
+    throw Error("interpolate: size " + list_str(size) + " must name between 1 and ndim dims of " + shape_str());
+  for (int64_t s : size) if (s <= 0) throw Error("interpolate: sizes must be positive, got " + list_str(size));
+  if (align_corners && mode != "linear") throw Error("interpolate: align_corners needs a linear mode, got \"" + mode_in + "\"");
+  Tensor x = *this;
+  Shape expand = shape();
+  for (int64_t k = 1; k <= int64_t(size.size()); k++) {
+    size_t d = size_t(ndim() - k);
+    int64_t in = shape()[d], out = size[size.size() - size_t(k)];
+    Shape r(size_t(ndim()), 1);
+    r[d] = expand[d] = out;
+    if (mode == "linear") {
+      // the source position of each output as num / den, exactly: align_corners maps the corner pixels onto each other
+      Tensor arr = Tensor::arange(out);
+      int64_t den = align_corners ? std::max<int64_t>(out - 1, 1) : out * 2;
+      Tensor num = align_corners ? arr * (in - 1) : (arr * 2 + 1) * in - out;
+      num = num.clip(Tensor(0), Tensor((in - 1) * den));
+      Tensor low = num.idiv(den).reshape(r).expand(expand), high = (num + den - 1).idiv(den).reshape(r).expand(expand);
+      Tensor perc = (num % den).cast(dtypes::float32).div(den).reshape(r).expand(expand);
+      x = x.gather(int64_t(d), low).lerp(x.gather(int64_t(d), high), perc);
+    } else {
+      Tensor arr = Tensor::arange(out, dtypes::float32);
+      double scale = double(in) / double(out);
+      Tensor pos = mode == "nearest-exact" ? (arr + 0.5) * scale : arr * scale;
+      x = x.gather(int64_t(d), pos.cast(dtypes::int32).reshape(r).expand(expand));
+    }
+  }
+  return x.cast(dtype());
+}
+
 // ***** 3. dropout, one_hot, gather, sequential *****
 
 Tensor Tensor::dropout(double p) const {
   if (!(p >= 0 && p <= 1)) throw Error("dropout: p=" + std::to_string(p) + " is out of range [0, 1]");
   if (!training() || p == 0) return *this;
-  if (p == 1) return const_like(*this, 0);
+  if (p == 1) return tg::const_like(*this, 0);
   // tinygrad draws rand_like(contiguous=False): the uniform values without rand's trailing CONTIGUOUS
   Tensor r = rand_like(dtypes::default_float);
   if (uop_of(r).op() == Ops::CONTIGUOUS) r = wrap(uop_of(r).src(0));
@@ -416,7 +480,7 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& Y, int64_t ignore_i
   if (ndim() == 0 || Shape(shape().begin(), shape().end() - 1) != Y.shape())
     throw Error(std::string(op) + ": logits " + shape_str() + " need the shape of Y " + Y.shape_str() + " plus a class axis");
   Tensor log_probs = log_softmax();
-  Tensor loss_mask = ignore_index != -1 ? Y.ne(ignore_index) : const_like(Y, true, dtypes::bool_);
+  Tensor loss_mask = ignore_index != -1 ? Y.ne(ignore_index) : tg::const_like(Y, true, dtypes::bool_);
   Tensor y = one_hot_along_dim(Y.unsqueeze(-1), shape().back(), -1, op) * loss_mask.unsqueeze(-1);
   Tensor smoothing = label_smoothing * (log_probs.mean(-1) * loss_mask);
   Tensor unreduced = (1 - label_smoothing) * (log_probs * y).sum(-1) + smoothing;
@@ -457,7 +521,7 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& 
   Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(shape().back()));
   if (is_causal) {
     if (attn_mask) throw Error("scaled_dot_product_attention: cannot set attn_mask when is_causal=True");
-    attn_mask = const_like(qk, true, dtypes::bool_).tril();
+    attn_mask = tg::const_like(qk, true, dtypes::bool_).tril();
   }
   if (attn_mask) {
     if (attn_mask->dtype() == dtypes::bool_) attn_mask = attn_mask->where(0, -INFINITY);

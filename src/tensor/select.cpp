@@ -129,7 +129,7 @@ Tensor Tensor::nonzero(std::optional<int64_t> size, ConstVal fill_value) const {
 
 std::pair<Tensor, Tensor> Tensor::sort(int64_t dim_in, bool descending) const {
   int64_t dim = resolve_dim(*this, dim_in, false, "sort"), n = ndim() ? shape()[size_t(dim)] : 1;
-  if (n <= 1) return {*this, const_like(*this, 0, dtypes::int32)};
+  if (n <= 1) return {*this, tg::const_like(*this, 0, dtypes::int32)};
   // pad to a power of two with values that sort last, one dim of 2 per stage
   int64_t stages = std::bit_width(uint64_t(n - 1));
   Pairs pads(size_t(ndim()), {0, 0});

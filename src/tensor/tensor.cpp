@@ -149,7 +149,7 @@ std::pair<Tensor, Tensor> broadcasted(const Tensor& self, const Tensor& y, bool 
   auto promote = [&](const Tensor& t) {
     UOp base = uop_of(t).base();
     if (base.is_invalid()) return t;
-    if (t.dtype().is_weak() && base.op() == Ops::CONST) return const_like(t, base.val(), weak_dtype(out));
+    if (t.dtype().is_weak() && base.op() == Ops::CONST) return tg::const_like(t, base.val(), weak_dtype(out));
     return t.cast(out);
   };
   return {promote(a), promote(b)};

@@ -1,5 +1,5 @@
 // Movement ops on Tensor: the MovementMixin front ends (on UOp, src/uop/movement.cpp), OpMixin's pad with fill values,
-// cat/stack/repeat, pooling and cumulative ops, and basic indexing (tinygrad's mixin/movement.py and op.py).
+// cat/stack/repeat, pooling and cumulative ops (tinygrad's mixin/movement.py and op.py). Indexing is getitem.cpp.
 #include <algorithm>
 
 #include "tensor/tensor_impl.h"
@@ -55,7 +55,7 @@ Tensor pad_constant(const Tensor& self, const Pairs& pX, ConstVal value) {
   auto mpad = [&](const Tensor& t) { UOp u = uop_of(t).pad(pads); return u == uop_of(t) ? t : W(u); };
   Tensor base = mpad(X);
   if (value == ConstVal(0)) return base;
-  return mpad(const_like(X, ConstVal(true), dtypes::bool_)).where(base, lit(value));
+  return mpad(tg::const_like(X, ConstVal(true), dtypes::bool_)).where(base, lit(value));
 }
 
 Tensor Tensor::pad(const Pairs& padding, ConstVal value) const {
@@ -229,81 +229,6 @@ Tensor Tensor::logcumsumexp(int64_t axis_in) const {
   Tensor mask = full_const({n, n}, true, dtypes::bool_).tril();
   Tensor ret = mask.where(x.unsqueeze(-2) - x_cummax.unsqueeze(-1), lit(dtype().min())).exp().sum(-1).log() + x_cummax;
   return ret.transpose(-1, axis);
-}
-
-// ***** 5. basic indexing: _normalize_indices, _parse_view_index, _apply_view_ops *****
-
-namespace {
-struct Parsed { int64_t size, b0, b1, stride; bool collapse, none; };
-
-Parsed parse_view_index(const Index& index, int64_t size) {
-  if (std::holds_alternative<NewAxis>(index)) return {1, 0, 1, 1, false, true};
-  if (auto* i = std::get_if<int64_t>(&index)) {
-    if (*i >= size || *i < -size)
-      throw Error("index: index " + std::to_string(*i) + " is out of bounds for a dim of size " + std::to_string(size));
-    int64_t b = *i >= 0 ? *i : *i + size;
-    return {size, b, b + 1, 1, true, false};
-  }
-  const Slice& sl = std::get<Slice>(index);
-  int64_t step = sl.step.value_or(1);
-  if (step == 0) throw Error("index: slice step cannot be 0");
-  // Python's slice.indices(size)
-  int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? size - 1 : size;
-  auto clampi = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t x = *v < 0 ? *v + size : *v;
-    return *v < 0 ? std::max(x, lower) : std::min(x, upper);
-  };
-  int64_t start = clampi(sl.start, step < 0 ? upper : lower), stop = clampi(sl.stop, step < 0 ? lower : upper);
-  int64_t b0 = start, b1 = stop;
-  if (step * (b1 - b0) < 0) b0 = b1 = 0;
-  else if (step < 0) b0 = stop + 1, b1 = start + 1;
-  return {ceildiv(b1 - b0, std::abs(step)), b0, b1, step, false, false};
-}
-}  // namespace
-
-Tensor Tensor::operator[](int64_t i) const { return (*this)[std::vector<Index>{i}]; }
-
-Tensor Tensor::operator[](const std::vector<Index>& indices_in) const {
-  std::vector<Index> indices = indices_in;
-  int64_t n_ell = 0, n_none = 0;
-  size_t fill = indices.size();
-  for (size_t i = 0; i < indices.size(); i++) {
-    if (std::holds_alternative<Ellipsis>(indices[i])) n_ell++, fill = i;
-    if (std::holds_alternative<NewAxis>(indices[i])) n_none++;
-  }
-  if (n_ell > 1) throw Error("index: an index can only have a single ellipsis");
-  int64_t num_real = int64_t(indices.size()) - n_ell - n_none;
-  if (num_real > ndim()) throw Error("index: too many indices (" + std::to_string(num_real) + ") for shape " + shape_str());
-  if (n_ell) indices.erase(indices.begin() + int64_t(fill));
-  indices.insert(indices.begin() + int64_t(fill), size_t(ndim() - num_real), Slice{});
-  std::vector<Parsed> parsed;
-  size_t dim = 0;
-  for (auto& idx : indices) {
-    bool none = std::holds_alternative<NewAxis>(idx);
-    parsed.push_back(parse_view_index(idx, none ? 1 : shape()[dim]));
-    if (!none) dim++;
-  }
-  // _apply_view_ops: shrink, flip the negative strides, then take every stride-th element
-  Pairs bounds;
-  std::vector<int64_t> flips, strides;
-  for (auto& p : parsed)
-    if (!p.none) {
-      if (p.stride < 0) flips.push_back(int64_t(bounds.size()));
-      bounds.push_back({p.b0, p.b1}), strides.push_back(std::abs(p.stride));
-    }
-  Tensor x = shrink(bounds).flip(flips);
-  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; })) {
-    Shape padded, split, keep, every;
-    for (size_t i = 0; i < strides.size(); i++) {
-      int64_t s = x.shape()[i], st = strides[i], r = ceildiv(s, st) * st;
-      padded.push_back(r), split.push_back(r / st), split.push_back(st), keep.push_back(r / st), keep.push_back(1), every.push_back(r / st);
-    }
-    x = x.pad_to(padded).reshape(split).shrink_to(keep).reshape(every);
-  }
-  Shape final_shape;
-  for (auto& p : parsed) if (!p.collapse) final_shape.push_back(p.size);
-  return x.reshape(final_shape);
 }
 
 }  // namespace tg

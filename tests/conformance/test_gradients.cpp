@@ -767,3 +767,59 @@ TEST(Gradients, MovementSelect) {
   auto torch_sel = [&](const AV& v) { return flat(std::vector<at::Tensor>{v[0].masked_select(ma), std::get<0>(v[0].topk(2, 0))}); };
   EXPECT_TRUE(grads_match(y, tg_sel, torch_sel)) << "masked_select, sort, topk";
 }
+
+// advanced getitem and setitem, einsum, interpolate, max_unpool2d, rearrange: all compositions of differentiable ops
+TEST(Gradients, Fancy) {
+  namespace ai = at::indexing;
+  auto flat = [](const auto& outs) {
+    using T = std::decay_t<decltype(outs[0])>;
+    std::vector<T> f;
+    for (auto& o : outs) f.push_back(o.flatten());
+    if constexpr (std::is_same_v<T, tg::Tensor>) return tg::Tensor::cat(f);
+    else return at::cat(f);
+  };
+  // getitem: one index, two consecutive (broadcast), two separated by a slice, a bool mask; setitem into a fancy index
+  // and a slice (distinct positions: torch leaves the order of repeated writes unspecified)
+  at::Tensor ia = oracle::make<int64_t>({2, 0, -2}, {3}, at::kLong), ja = oracle::make<int64_t>({1, 4, 0}, {3, 1}, at::kLong), ka = ja.flatten();
+  tg::Tensor it = to_tg(ia.to(at::kInt)), jt = to_tg(ja.to(at::kInt)), kt = jt.flatten();
+  std::vector<Pair> xs{input({3, 5, 2}, dtypes::float32, -3, 3, 1), input({3, 2}, dtypes::float32, -3, 3, 2)};
+  at::Tensor ma = xs[0].a > 0;
+  tg::Tensor mt = to_tg(ma);
+  auto tg_idx = [&](const TV& v) {
+    tg::Tensor y = v[0] * 1, z = v[0] * 2;  // unrealized floats: setitem builds a new graph
+    y.setitem({it, tg::Slice{1, 3}}, v[1].unsqueeze(1));
+    z.setitem({tg::Slice{}, kt}, tg::Tensor(0.5));
+    return flat(std::vector<tg::Tensor>{v[0][it], v[0][{it, jt}], v[0][{it, tg::Slice{}, kt.shrink({{0, 1}})}], v[0][mt], y, z});
+  };
+  auto torch_idx = [&](const AV& v) {
+    at::Tensor y = v[0] * 1, z = v[0] * 2;
+    y.index_put_({ia, ai::Slice(1, 3)}, v[1].unsqueeze(1));
+    z.index_put_({ai::Slice(), ka}, 0.5);
+    return flat(std::vector<at::Tensor>{v[0].index({ia}), v[0].index({ia, ja}), v[0].index({ia, ai::Slice(), ka.narrow(0, 0, 1)}), v[0].index({ma}), y, z});
+  };
+  EXPECT_TRUE(grads_match(xs, tg_idx, torch_idx)) << "getitem, setitem";
+
+  std::vector<Pair> es{input({2, 3, 3}, dtypes::float32, -3, 3, 3), input({3, 4}, dtypes::float32, -3, 3, 4)};
+  auto tg_ein = [&](const TV& v) {
+    return flat(std::vector<tg::Tensor>{tg::Tensor::einsum("bij,jk->bik", {v[0], v[1]}), tg::Tensor::einsum("bii->bi", {v[0]}),
+                                        tg::Tensor::einsum("...j,jk", {v[0], v[1]}), v[0].rearrange("b h w -> w (b h)")});
+  };
+  auto torch_ein = [&](const AV& v) {
+    return flat(std::vector<at::Tensor>{at::einsum("bij,jk->bik", {v[0], v[1]}), at::einsum("bii->bi", {v[0]}), at::einsum("...j,jk", {v[0], v[1]}),
+                                        v[0].permute({2, 0, 1}).reshape({3, 6})});
+  };
+  EXPECT_TRUE(grads_match(es, tg_ein, torch_ein)) << "einsum, rearrange";
+
+  std::vector<Pair> ps{input({1, 2, 4, 4}, dtypes::float32, -3, 3, 5)};
+  auto tg_res = [&](const TV& v) {
+    auto [pv, pi] = v[0].max_pool2d_with_indices({2, 2});
+    return flat(std::vector<tg::Tensor>{v[0].interpolate({6, 3}), v[0].interpolate({3, 7}, "bilinear", true), v[0].interpolate({5, 2}, "nearest"),
+                                        v[0].interpolate({3, 6}, "nearest-exact"), pv.max_unpool2d(pi)});
+  };
+  auto torch_res = [&](const AV& v) {
+    auto [pv, pi] = at::max_pool2d_with_indices(v[0], {2, 2}, {2, 2});
+    return flat(std::vector<at::Tensor>{at::upsample_bilinear2d(v[0], {6, 3}, false), at::upsample_bilinear2d(v[0], {3, 7}, true),
+                                        at::upsample_nearest2d(v[0], {5, 2}), at::_upsample_nearest_exact2d(v[0], {3, 6}), at::max_unpool2d(pv, pi, {4, 4})});
+  };
+  EXPECT_TRUE(grads_match(ps, tg_res, torch_res)) << "interpolate, max_unpool2d";
+}

@@ -14,6 +14,7 @@ using namespace tg;
 namespace {
 
 Tensor E(const Shape& s, DType dt = dtypes::float32) { return Tensor::empty(s, dt); }
+Tensor I(const Shape& s) { return Tensor::empty(s, dtypes::int32); }
 
 Tensor conv_mops() {
   Tensor xp = E({1, 1, 6, 6}).pad({{0, 0}, {0, 0}, {1, 1}, {1, 1}});
@@ -80,6 +81,17 @@ const std::map<std::string, Graph>& graphs() {
       {"slice_contig", [] { return std::vector{E({16})[{Slice{4, 12, {}}}].contiguous()}; }},
       {"slice_step", [] { return std::vector{E({16})[{Slice{{}, {}, 2}}] + 1}; }},
       {"transpose_contig", [] { return std::vector{E({4, 8}).transpose().contiguous()}; }},
+      {"fancy_index", [] { return std::vector{E({8, 6})[I({4})]}; }},
+      {"fancy_index_consecutive", [] { return std::vector{E({4, 5, 6})[{I({3}), I({3})}]}; }},
+      {"fancy_index_separated", [] { return std::vector{E({4, 5, 6})[{I({3}), Slice{}, I({3})}]}; }},
+      {"setitem_fancy", [] { Tensor a = E({8, 6}).contiguous().realize(); a.setitem({I({3})}, E({3, 6})); return std::vector{a}; }},
+      {"setitem_slice", [] { Tensor a = E({8}).contiguous().realize(); a.setitem({Slice{2, 6}}, E({4})); return std::vector{a}; }},
+      {"einsum_matmul", [] { return std::vector{Tensor::einsum("ij,jk->ik", {E({4, 5}), E({5, 3})})}; }},
+      {"einsum_batch_diag", [] { return std::vector{Tensor::einsum("bii->bi", {E({2, 4, 4})}).contiguous()}; }},
+      {"interpolate_bilinear", [] { return std::vector{E({1, 2, 4, 4}).interpolate({6, 6})}; }},
+      {"interpolate_nearest", [] { return std::vector{E({1, 2, 4, 4}).interpolate({8, 8}, "nearest")}; }},
+      {"max_unpool2d", [] { auto [v, i] = E({1, 2, 4, 4}).max_pool2d_with_indices(); return std::vector{v.max_unpool2d(i)}; }},
+      {"rearrange", [] { return std::vector{E({2, 3, 4}).rearrange("a b c -> c (a b)").contiguous()}; }},
       {"assign_add", [] { Tensor a = E({4, 4}).contiguous().realize(); return std::vector{a.assign(a + 1)}; }},
       {"assign_then_read", [] { Tensor a = E({8}).contiguous().realize(); a.assign(a * 2); return std::vector{a + 1}; }},
       {"bw_relu_linear", [] { Tensor x = E({8, 16}), w = E({16, 4}), b = E({4}); return (x.matmul(w) + b).relu().sum().gradient({x, w, b}); }},

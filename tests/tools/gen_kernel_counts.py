@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Kernel counts tinygrad (a9069c177a) schedules for the graphs of tests/kernels/test_kernel_counts.cpp (same names, same
-# graphs). Run from the repo root with a tinygrad checkout at a9069c177a: PYTHONPATH=TINYGRAD_DIR /usr/bin/python3 tests/tools/gen_kernel_counts.py > tests/data/kernel_counts.txt
+# graphs). Run from the repo root with a tinygrad checkout at a9069c177a: PYTHONPATH=TINYGRAD_DIR DEV=PYTHON /usr/bin/python3 tests/tools/gen_kernel_counts.py > tests/data/kernel_counts.txt
 from tinygrad import Tensor, dtypes
 
 def E(*shape, dtype=dtypes.float): return Tensor.empty(*shape, dtype=dtype)
@@ -20,6 +20,19 @@ def assign_then_read():
 def two_assigns():
   a, b = E(8).contiguous().realize(), E(8).contiguous().realize()
   return [a.assign(b + 1), b.assign(a + 2)]
+
+def I(*shape): return Tensor.empty(*shape, dtype=dtypes.int32)
+def setitem_fancy():
+  a = E(8, 6).contiguous().realize()
+  a[I(3)] = E(3, 6)
+  return [a]
+def setitem_slice():
+  a = E(8).contiguous().realize()
+  a[2:6] = E(4)
+  return [a]
+def max_unpool():
+  v, i = E(1, 2, 4, 4).max_pool2d(return_indices=True)
+  return [v.max_unpool2d(i)]
 
 # backward graphs: the gradients of a loss, scheduled together
 def bw_relu_linear():
@@ -111,6 +124,17 @@ graphs = {
   "slice_contig": lambda: [E(16)[4:12].contiguous()],
   "slice_step": lambda: [E(16)[::2] + 1],
   "transpose_contig": lambda: [E(4, 8).transpose().contiguous()],
+  "fancy_index": lambda: [E(8, 6)[I(4)]],
+  "fancy_index_consecutive": lambda: [E(4, 5, 6)[I(3), I(3)]],
+  "fancy_index_separated": lambda: [E(4, 5, 6)[I(3), :, I(3)]],
+  "setitem_fancy": setitem_fancy,
+  "setitem_slice": setitem_slice,
+  "einsum_matmul": lambda: [Tensor.einsum("ij,jk->ik", E(4, 5), E(5, 3))],
+  "einsum_batch_diag": lambda: [Tensor.einsum("bii->bi", E(2, 4, 4)).contiguous()],
+  "interpolate_bilinear": lambda: [E(1, 2, 4, 4).interpolate((6, 6))],
+  "interpolate_nearest": lambda: [E(1, 2, 4, 4).interpolate((8, 8), mode="nearest")],
+  "max_unpool2d": max_unpool,
+  "rearrange": lambda: [E(2, 3, 4).rearrange("a b c -> c (a b)").contiguous()],
   "assign_add": assign_add,
   "assign_then_read": assign_then_read,
   "two_assigns": two_assigns,
