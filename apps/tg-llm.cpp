@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/unicode.h"
 #include "tg/error.h"
 #include "tg/llm.h"
 
@@ -111,6 +112,20 @@ int logprobs(llm::Model& m, const Options& o) {
   return 0;
 }
 
+// a reply of a (random) model may hold bytes that are not UTF-8: they become U+FFFD before the text is encoded again
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = llm::unicode::utf8_len(uint8_t(s[i]));
+    try {
+      if (n == 0 || i + n > s.size()) throw tg::Error("truncated");
+      llm::unicode::utf8_decode(std::string_view(s).substr(i, n), "reply");
+      out.append(s, i, n), i += n;
+    } catch (const tg::Error&) { out += "\xEF\xBF\xBD", i++; }
+  }
+  return out;
+}
+
 void report(const llm::GenerateStats& s) {
   std::fprintf(stderr, "\nprompt: %lld tokens, %.2f tok/s | decode: %lld tokens, %.2f tok/s\n", (long long)s.prompt_tokens,
                s.prompt_s > 0 ? double(s.prompt_tokens) / s.prompt_s : 0.0, (long long)s.generated,
@@ -152,7 +167,7 @@ int run(llm::Model& m, const Options& o) {
     std::string reply;
     for (int32_t t : out)
       if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) == m.stop_tokens().end()) reply += m.tokenizer().piece(t, false);
-    msgs.push_back({"assistant", reply});
+    msgs.push_back({"assistant", valid_utf8(reply)});
     report(st);
   }
   return 0;
