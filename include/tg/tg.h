@@ -12,4 +12,5 @@
 #include "tg/datasets.h"
 #include "tg/gguf.h"
 #include "tg/tokenizer.h"
+#include "tg/llm.h"
 #include "tg/function.h"
