@@ -20,7 +20,7 @@ namespace {
 struct Options {
   std::string cmd = "run", model, prompt, tokens, device;
   bool has_prompt = false;
-  int64_t n = 256, max_context = 0, chunk = 32;
+  int64_t n = 256, max_context = 4096, chunk = 32;
   llm::SamplerParams sp;
 };
 
@@ -32,6 +32,7 @@ void usage() {
       "  With --prompt, completes TEXT (raw, BOS as the tokenizer adds it) and prints the prompt and decode speeds.\n"
       "  Without it, chats: each line of stdin is a user message (the model's chat template), EOF ends.\n"
       "  Sampling defaults as llama.cpp's: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1; --temp 0 is greedy.\n"
+      "  --ctx caps the context (the KV cache's length) at N, default 4096 (0: the model's context_length).\n"
       "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n");
 }
 
@@ -70,7 +71,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.model.empty()) throw tg::Error("--model FILE is required (see --help)");
   if (o.cmd == "logprobs" && o.tokens.empty()) throw tg::Error("logprobs needs --tokens ID,ID,...");
-  if (o.n < 0 || o.chunk < 1) throw tg::Error("-n must be >= 0 and --chunk >= 1");
+  if (o.n < 0 || o.chunk < 1 || o.max_context < 0) throw tg::Error("-n and --ctx must be >= 0 and --chunk >= 1");
   return o;
 }
 

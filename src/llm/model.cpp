@@ -1,6 +1,7 @@
 // The llama-family transformer of a GGUF file (tinygrad's llm/model.py, llama.cpp's metadata keys and RoPE types):
 // 1. config and vocab from the metadata, 2. weights (raw bytes on the device, decoded in the kernels that read them),
 // 3. forward with the KV cache, 4. logits in chunks.
+#include <algorithm>
 #include <cmath>
 
 #include "tg/error.h"
@@ -250,16 +251,11 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
   std::vector<float> out;
   for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
     size_t n = std::min(tokens.size() - i, size_t(chunk));
-    bool last = i + n == tokens.size();
-    if (!all_logits && !last) {
-      // only the cache matters: realize the chunk's last logits (cheap) so its keys and values are written
-      forward(Tensor::from_vector(std::vector<int32_t>(tokens.begin() + i, tokens.begin() + i + n), {1, int64_t(n)}, std::nullopt, dev_),
-              start_pos + int64_t(i)).realize();
-      continue;
-    }
     Tensor t = Tensor::from_vector(std::vector<int32_t>(tokens.begin() + i, tokens.begin() + i + n), {1, int64_t(n)}, std::nullopt, dev_);
-    std::vector<float> l = forward(t, start_pos + int64_t(i), all_logits).to_vector<float>();
-    out.insert(out.end(), l.begin(), l.end());
+    Tensor l = forward(t, start_pos + int64_t(i), all_logits);
+    // a chunk before the last one only fills the cache: realizing its (cheap) last logits writes its keys and values
+    if (!all_logits && i + n < tokens.size()) l.realize();
+    else for (float x : l.to_vector<float>()) out.push_back(x);
   }
   return out;
 }
