@@ -13,4 +13,5 @@
 #include "tg/datasets.h"
 #include "tg/gguf.h"
 #include "tg/tokenizer.h"
+#include "tg/llm.h"
 #include "tg/function.h"

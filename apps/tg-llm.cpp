@@ -1,0 +1,188 @@
+// tg-llm: run a llama-family GGUF model (tinygrad's llm/cli.py).
+//
+//   tg-llm --model m.gguf --prompt "Once upon" -n 64 --temp 0.7 --seed 1   complete a prompt, streaming the tokens
+//   tg-llm --model m.gguf                                                  chat: one user message per stdin line, EOF ends
+//   tg-llm logprobs --model m.gguf --tokens 1,5,17 [--chunk N]             log-softmax of every position as JSON
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "llm/unicode.h"
+#include "tg/error.h"
+#include "tg/llm.h"
+
+namespace llm = tg::llm;
+
+namespace {
+
+struct Options {
+  std::string cmd = "run", model, prompt, tokens, device;
+  bool has_prompt = false;
+  int64_t n = 256, max_context = 4096, chunk = 32;
+  llm::SamplerParams sp;
+};
+
+void usage() {
+  std::printf(
+      "usage: tg-llm --model FILE [--prompt TEXT] [-n N] [--temp T] [--seed S] [--top-k K] [--top-p P] [--min-p P]\n"
+      "              [--repeat-penalty R] [--repeat-last-n N] [--ctx N] [--chunk N] [--device DEV]\n"
+      "       tg-llm logprobs --model FILE --tokens ID,ID,... [--ctx N] [--chunk N] [--device DEV]\n"
+      "  With --prompt, completes TEXT (raw, BOS as the tokenizer adds it) and prints the prompt and decode speeds.\n"
+      "  Without it, chats: each line of stdin is a user message (the model's chat template), EOF ends.\n"
+      "  Sampling defaults as llama.cpp's: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1; --temp 0 is greedy.\n"
+      "  --ctx caps the context (the KV cache's length) at N, default 4096 (0: the model's context_length).\n"
+      "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  if (argc > 1 && std::string(argv[1]) == "logprobs") o.cmd = "logprobs", i = 2;
+  for (; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") usage(), std::exit(0);
+    if (i + 1 >= argc) throw tg::Error("option " + a + " needs a value (see --help)");
+    std::string v = argv[++i];
+    auto num = [&](auto& out) {
+      size_t used = 0;
+      try {
+        if constexpr (std::is_floating_point_v<std::remove_reference_t<decltype(out)>>) out = std::stod(v, &used);
+        else out = std::remove_reference_t<decltype(out)>(std::stoll(v, &used));
+      } catch (const std::exception&) { used = 0; }
+      if (used != v.size() || v.empty()) throw tg::Error("option " + a + ": '" + v + "' is not a number");
+    };
+    if (a == "--model" || a == "-m") o.model = v;
+    else if (a == "--prompt" || a == "-p") o.prompt = v, o.has_prompt = true;
+    else if (a == "--tokens") o.tokens = v;
+    else if (a == "--device") o.device = v;
+    else if (a == "-n" || a == "--n-predict") num(o.n);
+    else if (a == "--ctx") num(o.max_context);
+    else if (a == "--chunk") num(o.chunk);
+    else if (a == "--temp") num(o.sp.temperature);
+    else if (a == "--seed") num(o.sp.seed);
+    else if (a == "--top-k") num(o.sp.top_k);
+    else if (a == "--top-p") num(o.sp.top_p);
+    else if (a == "--min-p") num(o.sp.min_p);
+    else if (a == "--repeat-penalty") num(o.sp.repeat_penalty);
+    else if (a == "--repeat-last-n") num(o.sp.repeat_last_n);
+    else throw tg::Error("unknown option " + a + " (see --help)");
+  }
+  if (o.model.empty()) throw tg::Error("--model FILE is required (see --help)");
+  if (o.cmd == "logprobs" && o.tokens.empty()) throw tg::Error("logprobs needs --tokens ID,ID,...");
+  if (o.n < 0 || o.chunk < 1 || o.max_context < 0) throw tg::Error("-n and --ctx must be >= 0 and --chunk >= 1");
+  return o;
+}
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    std::string x = s.substr(p, q == std::string::npos ? std::string::npos : q - p);
+    size_t used = 0;
+    long long v = 0;
+    try { v = std::stoll(x, &used); } catch (const std::exception&) { used = 0; }
+    if (x.empty() || used != x.size() || v < 0 || v > INT32_MAX) throw tg::Error("--tokens: '" + x + "' is not a token id");
+    ids.push_back(int32_t(v));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return ids;
+}
+
+int logprobs(llm::Model& m, const Options& o) {
+  std::vector<int32_t> ids = parse_ids(o.tokens);
+  std::vector<float> l = m.logits(ids, 0, true, o.chunk);
+  size_t V = size_t(m.config().vocab_size);
+  std::string out = "{\"tokens\": [";
+  for (size_t i = 0; i < ids.size(); i++) out += (i ? ", " : "") + std::to_string(ids[i]);
+  out += "], \"logprobs\": [";
+  char buf[32];
+  for (size_t t = 0; t < ids.size(); t++) {
+    const float* row = l.data() + t * V;
+    double mx = row[0], sum = 0;
+    for (size_t i = 0; i < V; i++) mx = std::max(mx, double(row[i]));
+    for (size_t i = 0; i < V; i++) sum += std::exp(double(row[i]) - mx);
+    out += t ? ", [" : "[";
+    for (size_t i = 0; i < V; i++) std::snprintf(buf, sizeof buf, "%s%.9g", i ? ", " : "", double(row[i]) - mx - std::log(sum)), out += buf;
+    out += "]";
+  }
+  std::printf("%s]}\n", out.c_str());
+  return 0;
+}
+
+// a reply of a (random) model may hold bytes that are not UTF-8: they become U+FFFD before the text is encoded again
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = llm::unicode::utf8_len(uint8_t(s[i]));
+    try {
+      if (n == 0 || i + n > s.size()) throw tg::Error("truncated");
+      llm::unicode::utf8_decode(std::string_view(s).substr(i, n), "reply");
+      out.append(s, i, n), i += n;
+    } catch (const tg::Error&) { out += "\xEF\xBF\xBD", i++; }
+  }
+  return out;
+}
+
+void report(const llm::GenerateStats& s) {
+  std::fprintf(stderr, "\nprompt: %lld tokens, %.2f tok/s | decode: %lld tokens, %.2f tok/s\n", (long long)s.prompt_tokens,
+               s.prompt_s > 0 ? double(s.prompt_tokens) / s.prompt_s : 0.0, (long long)s.generated,
+               s.generated > 1 && s.decode_s > 0 ? double(s.generated - 1) / s.decode_s : 0.0);
+}
+
+int run(llm::Model& m, const Options& o) {
+  llm::Sampler s(o.sp);
+  auto stream = [&](int32_t t) {
+    std::fputs(m.tokenizer().piece(t, false).c_str(), stdout), std::fflush(stdout);
+    return true;
+  };
+  llm::GenerateStats st;
+  if (o.has_prompt) {
+    std::vector<int32_t> ids = m.tokenizer().encode(o.prompt);
+    if (ids.empty()) throw tg::Error("the prompt has no tokens");
+    std::fputs(m.tokenizer().decode(ids, false).c_str(), stdout);
+    llm::generate(m, ids, o.n, s, stream, 0, &st, o.chunk);
+    std::printf("\n");
+    report(st);
+    return 0;
+  }
+  // chat: the whole conversation is re-encoded each turn; the cache is reused for the prefix that did not change
+  std::string tmpl = llm::chat_template_name(m.gguf());
+  std::vector<llm::Message> msgs;
+  std::vector<int32_t> cached;  // the tokens whose keys and values are in the cache
+  std::string line;
+  std::fprintf(stderr, "chat template %s; one message per line, EOF ends\n", tmpl.c_str());
+  while (std::fprintf(stderr, "> "), std::getline(std::cin, line)) {
+    msgs.push_back({"user", line});
+    std::vector<int32_t> ids = m.tokenizer().encode(llm::apply_chat_template(tmpl, msgs));
+    size_t keep = 0;
+    while (keep < cached.size() && keep + 1 < ids.size() && cached[keep] == ids[keep]) keep++;
+    if (int64_t(ids.size()) >= m.config().max_context) throw tg::Error("the conversation exceeds the context of " + std::to_string(m.config().max_context));
+    std::vector<int32_t> out = llm::generate(m, std::span(ids).subspan(keep), o.n, s, stream, int64_t(keep), &st, o.chunk);
+    cached = ids;
+    cached.insert(cached.end(), out.begin(), out.end());
+    if (!out.empty()) cached.pop_back();  // the last token was sampled, not fed
+    std::string reply;
+    for (int32_t t : out)
+      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) == m.stop_tokens().end()) reply += m.tokenizer().piece(t, false);
+    msgs.push_back({"assistant", valid_utf8(reply)});
+    report(st);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o = parse(argc, argv);
+    llm::Model m = llm::Model::load(o.model, o.max_context, o.device);
+    return o.cmd == "logprobs" ? logprobs(m, o) : run(m, o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tg-llm: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,137 @@
+#pragma once
+// tg::llm: a llama-family transformer read from a GGUF file (tinygrad's llm/model.py; llama.cpp's metadata keys), its
+// tokenizer, chat templates and a sampler.
+//
+//   tg::llm::Model m = tg::llm::Model::load("model.gguf");
+//   std::vector<int32_t> ids = m.tokenizer().encode("Once upon a time");
+//   tg::llm::Sampler s({.temperature = 0.8, .seed = 1});
+//   tg::llm::generate(m, ids, 32, s, [&](int32_t t) { std::cout << m.tokenizer().piece(t) << std::flush; return true; });
+//
+// Architectures: llama (llama 2/3, mistral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm). GQA, RoPE (llama's pairs of
+// neighbours or neox's halves, rope.freq_base, linear rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
+// token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
+// them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer,
+// written in place.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tg/gguf.h"
+#include "tg/tensor.h"
+#include "tg/tokenizer.h"
+
+namespace tg::llm {
+
+// ** the model **
+
+struct Config {
+  std::string arch;          // general.architecture
+  int64_t n_layers = 0, dim = 0, hidden_dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, rope_dim = 0, vocab_size = 0;
+  int64_t max_context = 0;   // the KV cache's length: {arch}.context_length, or less when asked
+  double norm_eps = 1e-5, rope_theta = 10000.0, rope_scale = 1.0;  // rope_scale: positions are divided by it (linear)
+  bool rope_neox = false;    // rotate (x[i], x[i + rope_dim/2]) (qwen) instead of (x[2i], x[2i+1]) (llama)
+  bool qk_norm = false, qkv_bias = false, tied_embeddings = false;
+};
+
+// the config a GGUF's metadata and tensors describe; a tg::Error names a missing key, an unsupported architecture or a
+// shape that does not fit. max_context > 0 caps the context length
+Config config_from_gguf(const gguf::GGUF& g, int64_t max_context = 0);
+// the tokenizer.ggml.* values of a GGUF's metadata (tokens are required)
+Vocab vocab_from_gguf(const gguf::GGUF& g);
+
+class Model {
+ public:
+  // reads the GGUF header, builds the config and tokenizer and copies the weights' raw bytes to `device` (nothing decoded)
+  static Model load(const std::string& path, int64_t max_context = 0, const std::string& device = "");
+  Model(const gguf::GGUF& g, int64_t max_context = 0, const std::string& device = "");
+
+  // the lazy logits of tokens (1, T) int32 at positions start_pos .. start_pos+T-1, writing their keys and values into
+  // the cache: (T, vocab) when all_logits, else (1, vocab) for the last one. Positions >= start_pos are forgotten.
+  // start_pos is the only place a position enters the graph (the cache write, the cache read and the RoPE slice)
+  Tensor forward(const Tensor& tokens, int64_t start_pos, bool all_logits = false);
+  // the float32 logits (row-major, T x vocab or 1 x vocab) of `tokens` fed from start_pos in chunks of at most `chunk`
+  std::vector<float> logits(std::span<const int32_t> tokens, int64_t start_pos = 0, bool all_logits = false, int64_t chunk = 32);
+
+  const Config& config() const { return cfg_; }
+  const Tokenizer& tokenizer() const { return tok_; }
+  const gguf::GGUF& gguf() const { return g_; }
+  const std::vector<int32_t>& stop_tokens() const { return stop_; }  // eos, eot and the families' end-of-turn tokens
+  const std::string& device() const { return dev_; }
+
+ private:
+  struct Layer {
+    Tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down, cache_kv;
+    std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
+  };
+  Tensor attention(Layer& l, const Tensor& x, int64_t start_pos);
+  Tensor rope(const Tensor& x, int64_t start_pos) const;
+  gguf::GGUF g_;
+  Config cfg_;
+  Tokenizer tok_;
+  std::string dev_;
+  Tensor token_embd_, output_norm_, output_, rope_cos_, rope_sin_;
+  std::vector<Layer> layers_;
+  std::vector<int32_t> stop_;
+};
+
+// ** chat templates (llama.cpp's built-in ones) **
+
+struct Message {
+  std::string role, content;  // role: system, user or assistant
+};
+// "llama2" ([INST] ... [/INST], <<SYS>> block), "llama3" (<|start_header_id|>role<|end_header_id|>), "chatml"
+// (<|im_start|>role ... <|im_end|>, qwen). From tokenizer.chat_template when it names one of these, else by family:
+// llama with SentencePiece -> llama2, llama with <|start_header_id|> in the vocab -> llama3, anything else -> chatml
+std::string chat_template_name(const gguf::GGUF& g);
+// the messages as text in template `name`, ending in the assistant's turn when add_generation_prompt (BOS is not
+// included: the tokenizer adds it). An unknown name or role is a tg::Error
+std::string apply_chat_template(const std::string& name, const std::vector<Message>& messages, bool add_generation_prompt = true);
+
+// ** sampling (on the host, over read-back logits) **
+
+struct SamplerParams {
+  double temperature = 0.8;      // <= 0: greedy (argmax; ties to the lowest id)
+  int64_t top_k = 40;            // <= 0: off
+  double top_p = 0.95;           // >= 1: off
+  double min_p = 0.05;           // <= 0: off
+  double repeat_penalty = 1.0;   // 1: off; a repeated token's logit is divided by it (positive) or multiplied (negative)
+  int64_t repeat_last_n = 64;    // how many of the last tokens count as repeated
+  uint64_t seed = 0;
+};
+
+// llama.cpp's default chain: repetition penalty, top-k, top-p, min-p, temperature, then a draw from the softmax with a
+// seeded generator (the same seed and logits give the same tokens)
+class Sampler {
+ public:
+  explicit Sampler(SamplerParams p = {});
+  // the candidates left after the penalty and the filters, with their probabilities at the temperature (summing to 1),
+  // by falling probability (ties: lower id first). A wrong size or a non-finite logit is a tg::Error
+  std::vector<std::pair<int32_t, double>> distribution(std::span<const float> logits) const;
+  int32_t sample(std::span<const float> logits);  // a draw (or the argmax when greedy); does not accept it
+  void accept(int32_t token);                     // remember a token for the repetition penalty
+  void reset();                                   // forget the history, restart the generator at the seed
+  const SamplerParams& params() const { return p_; }
+
+ private:
+  SamplerParams p_;
+  std::vector<int32_t> history_;
+  uint64_t state_;
+};
+
+// ** generation **
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0, generated = 0;
+  double prompt_s = 0, decode_s = 0;  // wall time of the prompt's forward and of the generated-1 forwards after it
+};
+// feeds `prompt` (from start_pos, reusing the cache before it), then samples up to n tokens, calling on_token for each
+// (return false to stop); stops after a stop token (which is reported) or at the context's end. Returns the new tokens
+std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t n, Sampler& s,
+                              const std::function<bool(int32_t)>& on_token = {}, int64_t start_pos = 0, GenerateStats* stats = nullptr,
+                              int64_t chunk = 32);
+
+}  // namespace tg::llm

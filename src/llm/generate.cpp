@@ -1,0 +1,39 @@
+// Generation: the prompt through the model in chunks, then one token at a time, sampled on the host.
+#include <algorithm>
+#include <chrono>
+
+#include "tg/error.h"
+#include "tg/llm.h"
+
+namespace tg::llm {
+
+std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token,
+                              int64_t start_pos, GenerateStats* stats, int64_t chunk) {
+  using clock = std::chrono::steady_clock;
+  if (prompt.empty()) throw Error("generate: the prompt has no tokens");
+  int64_t ctx = m.config().max_context, pos = start_pos + int64_t(prompt.size());
+  if (start_pos < 0 || pos > ctx)
+    throw Error("generate: " + std::to_string(prompt.size()) + " prompt tokens from position " + std::to_string(start_pos) +
+                " do not fit the context of " + std::to_string(ctx));
+  GenerateStats st;
+  st.prompt_tokens = int64_t(prompt.size());
+  auto t0 = clock::now();
+  std::vector<float> logits = m.logits(prompt, start_pos, false, chunk);
+  for (int32_t t : prompt) s.accept(t);
+  std::vector<int32_t> out;
+  auto t1 = clock::now();
+  st.prompt_s = std::chrono::duration<double>(t1 - t0).count();
+  while (int64_t(out.size()) < n) {
+    int32_t t = s.sample(logits);
+    s.accept(t), out.push_back(t);
+    bool stop = std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) != m.stop_tokens().end();
+    if ((on_token && !on_token(t)) || stop || int64_t(out.size()) == n || pos >= ctx) break;
+    logits = m.logits(std::span<const int32_t>(&t, 1), pos++);
+  }
+  st.generated = int64_t(out.size());
+  st.decode_s = std::chrono::duration<double>(clock::now() - t1).count();
+  if (stats) *stats = st;
+  return out;
+}
+
+}  // namespace tg::llm

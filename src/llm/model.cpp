@@ -1,0 +1,263 @@
+// The llama-family transformer of a GGUF file (tinygrad's llm/model.py, llama.cpp's metadata keys and RoPE types):
+// 1. config and vocab from the metadata, 2. weights (raw bytes on the device, decoded in the kernels that read them),
+// 3. forward with the KV cache, 4. logits in chunks.
+#include <algorithm>
+#include <cmath>
+
+#include "tg/error.h"
+#include "tg/llm.h"
+
+namespace tg::llm {
+
+namespace {
+
+const gguf::Value* find(const gguf::GGUF& g, const std::string& key) {
+  auto it = g.kv.find(key);
+  return it == g.kv.end() ? nullptr : &it->second;
+}
+int64_t get_int(const gguf::GGUF& g, const std::string& key, std::optional<int64_t> dflt = std::nullopt) {
+  if (const gguf::Value* v = find(g, key)) {
+    // llama.cpp allows per-layer arrays for head counts; a uniform one is read as its first value
+    if (v->type() == gguf::ValueType::ARRAY) {
+      const auto& a = v->arr().items;
+      if (a.empty() || !std::all_of(a.begin(), a.end(), [&](const gguf::Value& x) { return x == a[0]; }))
+        throw Error("llm: " + key + " differs between layers, which is not supported");
+      return a[0].as_int();
+    }
+    return v->as_int();
+  }
+  if (!dflt) throw Error("llm: the GGUF has no metadata key " + key);
+  return *dflt;
+}
+double get_float(const gguf::GGUF& g, const std::string& key, std::optional<double> dflt = std::nullopt) {
+  if (const gguf::Value* v = find(g, key)) return v->as_float();
+  if (!dflt) throw Error("llm: the GGUF has no metadata key " + key);
+  return *dflt;
+}
+bool has_tensor(const gguf::GGUF& g, const std::string& name) {
+  return std::any_of(g.tensors.begin(), g.tensors.end(), [&](const gguf::TensorInfo& t) { return t.name == name; });
+}
+std::string shape_s(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+// ** 1. config and vocab **
+
+Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
+  Config c;
+  const gguf::Value* a = find(g, "general.architecture");
+  if (!a) throw Error("llm: the GGUF has no general.architecture");
+  c.arch = a->str();
+  if (c.arch == "llama" || c.arch == "mistral") c.rope_neox = false;
+  else if (c.arch == "qwen2" || c.arch == "qwen3") c.rope_neox = true;
+  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3)");
+  const std::string p = c.arch + ".";
+  c.n_layers = get_int(g, p + "block_count"), c.dim = get_int(g, p + "embedding_length");
+  c.hidden_dim = get_int(g, p + "feed_forward_length");
+  c.n_heads = get_int(g, p + "attention.head_count"), c.n_kv_heads = get_int(g, p + "attention.head_count_kv", c.n_heads);
+  if (c.n_layers <= 0 || c.dim <= 0 || c.hidden_dim <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
+    throw Error("llm: bad sizes: block_count " + std::to_string(c.n_layers) + ", embedding_length " + std::to_string(c.dim) + ", heads " +
+                std::to_string(c.n_heads) + " / kv heads " + std::to_string(c.n_kv_heads) + " (must divide)");
+  c.head_dim = get_int(g, p + "attention.key_length", c.dim / c.n_heads);
+  if (get_int(g, p + "attention.value_length", c.head_dim) != c.head_dim) throw Error("llm: attention.value_length != key_length is not supported");
+  c.rope_dim = get_int(g, p + "rope.dimension_count", c.head_dim);
+  if (c.head_dim <= 0 || c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2)
+    throw Error("llm: rope.dimension_count " + std::to_string(c.rope_dim) + " must be even and at most the head dim " + std::to_string(c.head_dim));
+  c.norm_eps = get_float(g, p + "attention.layer_norm_rms_epsilon");
+  c.rope_theta = get_float(g, p + "rope.freq_base", 10000.0);
+  std::string scaling = find(g, p + "rope.scaling.type") ? find(g, p + "rope.scaling.type")->str() : "none";
+  if (scaling == "linear") c.rope_scale = get_float(g, p + "rope.scaling.factor", 1.0);
+  else if (scaling != "none") throw Error("llm: rope.scaling.type '" + scaling + "' is not supported (none, linear)");
+  if (find(g, p + "rope.scale_linear")) c.rope_scale = get_float(g, p + "rope.scale_linear");
+  if (!(c.rope_scale > 0)) throw Error("llm: rope scaling factor must be positive");
+  c.max_context = get_int(g, p + "context_length");
+  if (max_context > 0) c.max_context = std::min(c.max_context, max_context);
+  if (c.max_context <= 0) throw Error("llm: context_length must be positive");
+  c.vocab_size = g.info("token_embd.weight").shape.at(0);
+  c.qk_norm = has_tensor(g, "blk.0.attn_q_norm.weight");
+  c.qkv_bias = has_tensor(g, "blk.0.attn_q.bias");
+  c.tied_embeddings = !has_tensor(g, "output.weight");
+  return c;
+}
+
+Vocab vocab_from_gguf(const gguf::GGUF& g) {
+  Vocab v;
+  auto strs = [&](const std::string& k) {
+    std::vector<std::string> r;
+    if (const gguf::Value* x = find(g, k))
+      for (auto& i : x->arr().items) r.push_back(i.str());
+    return r;
+  };
+  auto id = [&](const std::string& k) -> std::optional<int32_t> {
+    const gguf::Value* x = find(g, k);
+    if (!x) return std::nullopt;
+    int64_t i = x->as_int();
+    if (i < 0 || i > INT32_MAX) throw Error("llm: " + k + " = " + std::to_string(i) + " is not a token id");
+    return int32_t(i);
+  };
+  auto flag = [&](const std::string& k) -> std::optional<bool> { return find(g, k) ? std::optional(find(g, k)->as_bool()) : std::nullopt; };
+  if (!find(g, "tokenizer.ggml.tokens")) throw Error("llm: the GGUF has no tokenizer (tokenizer.ggml.tokens)");
+  if (const gguf::Value* m = find(g, "tokenizer.ggml.model")) v.model = m->str();
+  if (const gguf::Value* m = find(g, "tokenizer.ggml.pre")) v.pre = m->str();
+  v.tokens = strs("tokenizer.ggml.tokens"), v.merges = strs("tokenizer.ggml.merges");
+  if (const gguf::Value* x = find(g, "tokenizer.ggml.scores"))
+    for (auto& i : x->arr().items) v.scores.push_back(float(i.as_float()));
+  if (const gguf::Value* x = find(g, "tokenizer.ggml.token_type"))
+    for (auto& i : x->arr().items) v.token_type.push_back(int32_t(i.as_int()));
+  v.bos = id("tokenizer.ggml.bos_token_id"), v.eos = id("tokenizer.ggml.eos_token_id"), v.unk = id("tokenizer.ggml.unknown_token_id");
+  v.add_bos = flag("tokenizer.ggml.add_bos_token"), v.add_eos = flag("tokenizer.ggml.add_eos_token");
+  v.add_space_prefix = flag("tokenizer.ggml.add_space_prefix");
+  return v;
+}
+
+// ** 2. weights **
+
+Model Model::load(const std::string& path, int64_t max_context, const std::string& device) {
+  return Model(gguf::gguf_load(path), max_context, device);
+}
+
+Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device)
+    : g_(g), cfg_(config_from_gguf(g, max_context)), tok_(vocab_from_gguf(g)), dev_(device) {
+  const Config& c = cfg_;
+  if (tok_.n_vocab() != c.vocab_size)
+    throw Error("llm: the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, token_embd.weight " + std::to_string(c.vocab_size) + " rows");
+  std::vector<Tensor> raw;  // copied to the device in one schedule below; each weight decodes from its bytes when used
+  auto weight = [&](const std::string& name, const Shape& shape) {
+    const gguf::TensorInfo& t = g_.info(name);
+    if (t.shape != shape) throw Error("llm: tensor " + name + " has shape " + shape_s(t.shape) + ", expected " + shape_s(shape));
+    if (!gguf::ggml_type_supported(t.type)) throw Error("llm: tensor " + name + " has type " + gguf::ggml_type_name(uint32_t(t.type)) + ", which is not supported");
+    int64_t b = int64_t(g_.parts.at(t.split).data_start + t.offset);
+    Tensor r = g_.parts[t.split].file.shrink({{b, b + t.nbytes}}).to(dev_).contiguous();
+    raw.push_back(r);
+    return gguf::ggml_data_to_tensor(r, t.numel(), t.type).reshape(shape).cast(dtypes::float32);
+  };
+  auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape)) : std::nullopt; };
+  int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
+  token_embd_ = weight("token_embd.weight", {c.vocab_size, c.dim});
+  output_norm_ = weight("output_norm.weight", {c.dim});
+  output_ = c.tied_embeddings ? token_embd_ : weight("output.weight", {c.vocab_size, c.dim});
+  for (int64_t i = 0; i < c.n_layers; i++) {
+    std::string b = "blk." + std::to_string(i) + ".";
+    Layer l{weight(b + "attn_norm.weight", {c.dim}), weight(b + "attn_q.weight", {q, c.dim}), weight(b + "attn_k.weight", {kv, c.dim}),
+            weight(b + "attn_v.weight", {kv, c.dim}), weight(b + "attn_output.weight", {c.dim, q}), weight(b + "ffn_norm.weight", {c.dim}),
+            weight(b + "ffn_gate.weight", {c.hidden_dim, c.dim}), weight(b + "ffn_up.weight", {c.hidden_dim, c.dim}),
+            weight(b + "ffn_down.weight", {c.dim, c.hidden_dim}),
+            Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous()};
+    if (c.qk_norm) l.q_norm = weight(b + "attn_q_norm.weight", {c.head_dim}), l.k_norm = weight(b + "attn_k_norm.weight", {c.head_dim});
+    l.bq = opt(b + "attn_q.bias", {q}), l.bk = opt(b + "attn_k.bias", {kv}), l.bv = opt(b + "attn_v.bias", {kv});
+    raw.push_back(l.cache_kv);
+    layers_.push_back(std::move(l));
+  }
+  // RoPE angles pos / scale * theta^(-2i/rope_dim) (llama3's rope_freqs.weight divides each frequency), on the host
+  std::vector<float> ff(size_t(c.rope_dim / 2), 1.0f);
+  if (has_tensor(g_, "rope_freqs.weight")) ff = g_.tensor("rope_freqs.weight", dev_).cast(dtypes::float32).to_vector<float>();
+  if (int64_t(ff.size()) != c.rope_dim / 2) throw Error("llm: rope_freqs.weight has " + std::to_string(ff.size()) + " values, expected " + std::to_string(c.rope_dim / 2));
+  std::vector<float> cs(size_t(c.max_context * c.rope_dim / 2)), sn(cs.size());
+  for (int64_t p = 0; p < c.max_context; p++)
+    for (int64_t i = 0; i < c.rope_dim / 2; i++) {
+      double a = double(p) / c.rope_scale * std::pow(c.rope_theta, -2.0 * double(i) / double(c.rope_dim)) / double(ff[size_t(i)]);
+      cs[size_t(p * c.rope_dim / 2 + i)] = float(std::cos(a)), sn[size_t(p * c.rope_dim / 2 + i)] = float(std::sin(a));
+    }
+  rope_cos_ = Tensor::from_vector(cs, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
+  rope_sin_ = Tensor::from_vector(sn, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
+  Tensor::realize(raw);
+  for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
+    for (int32_t i = 0; i < tok_.n_vocab(); i++)
+      if (tok_.token(i) == s && tok_.type(i) == TokenType::CONTROL) stop_.push_back(i);
+  for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
+    if (const gguf::Value* v = find(g_, k); v && v->as_int() >= 0 && v->as_int() < tok_.n_vocab() &&
+                                            std::find(stop_.begin(), stop_.end(), int32_t(v->as_int())) == stop_.end())
+      stop_.push_back(int32_t(v->as_int()));
+}
+
+// ** 3. forward **
+
+namespace {
+Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1, eps) * w; }
+Tensor lin(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b = std::nullopt) {
+  Tensor y = x.matmul(w.transpose(0, 1));
+  return b ? y + *b : y;
+}
+}  // namespace
+
+// x (1, heads, T, head_dim) rotated at positions start_pos.. (the first rope_dim dims; the rest pass through)
+Tensor Model::rope(const Tensor& x, int64_t start_pos) const {
+  const Config& c = cfg_;
+  int64_t T = x.shape()[2], h = c.rope_dim / 2;
+  Tensor cos = rope_cos_.shrink({{start_pos, start_pos + T}, {0, h}}).reshape({1, 1, T, h});
+  Tensor sin = rope_sin_.shrink({{start_pos, start_pos + T}, {0, h}}).reshape({1, 1, T, h});
+  Tensor r = x.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {0, c.rope_dim}}), out;
+  if (c.rope_neox) {
+    Tensor a = r.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {0, h}}), b = r.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {h, 2 * h}});
+    out = Tensor::cat({a * cos - b * sin, b * cos + a * sin}, -1);
+  } else {
+    Tensor p = r.reshape({1, x.shape()[1], T, h, 2});
+    Tensor a = p.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {0, h}, {0, 1}}).squeeze(-1);
+    Tensor b = p.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {0, h}, {1, 2}}).squeeze(-1);
+    out = Tensor::stack({a * cos - b * sin, b * cos + a * sin}, -1).reshape({1, x.shape()[1], T, c.rope_dim});
+  }
+  if (c.rope_dim == c.head_dim) return out;
+  return out.cat(x.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {c.rope_dim, c.head_dim}}), -1);
+}
+
+Tensor Model::attention(Layer& l, const Tensor& x, int64_t start_pos) {
+  const Config& c = cfg_;
+  int64_t T = x.shape()[1];
+  Tensor q = lin(x, l.wq, l.bq).reshape({1, T, c.n_heads, c.head_dim});
+  Tensor k = lin(x, l.wk, l.bk).reshape({1, T, c.n_kv_heads, c.head_dim});
+  Tensor v = lin(x, l.wv, l.bv).reshape({1, T, c.n_kv_heads, c.head_dim});
+  if (l.q_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
+  q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
+  int64_t end = start_pos + T;
+  l.cache_kv.shrink({{0, 2}, {0, 1}, {0, c.n_kv_heads}, {start_pos, end}, {0, c.head_dim}}).assign(Tensor::stack({k, v}));
+  Tensor keys = l.cache_kv.shrink({{0, 1}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}}).squeeze(0);
+  Tensor values = l.cache_kv.shrink({{1, 2}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}}).squeeze(0);
+  // query t sees positions <= start_pos + t (the lower-right causal mask); one query sees everything
+  std::optional<Tensor> mask;
+  if (T > 1) mask = Tensor::full({1, 1, T, end}, -INFINITY, dtypes::float32, dev_).triu(start_pos + 1);
+  Tensor a = q.scaled_dot_product_attention(keys, values, mask, 0.0, false, true);
+  return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
+}
+
+Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) {
+  const Config& c = cfg_;
+  if (tokens.ndim() != 2 || tokens.shape()[0] != 1 || tokens.shape()[1] < 1 || !tokens.dtype().is_int())
+    throw Error("llm: forward takes int tokens of shape (1, T), got " + tokens.shape_str() + " " + std::string(tokens.dtype().name()));
+  int64_t T = tokens.shape()[1];
+  if (start_pos < 0 || start_pos + T > c.max_context)
+    throw Error("llm: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) + " exceed the context of " +
+                std::to_string(c.max_context));
+  Tensor x = (Tensor::arange(c.vocab_size) == tokens.unsqueeze(-1)).unsqueeze(-1).where(token_embd_, 0.0f).sum(-2);  // (1, T, dim)
+  for (Layer& l : layers_) {
+    Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), start_pos);
+    Tensor f = rms(h, l.ffn_norm, c.norm_eps);
+    x = (h + lin(lin(f, l.w_gate).silu().contiguous() * lin(f, l.w_up), l.w_down)).contiguous();
+  }
+  if (!all_logits) x = x.shrink({{0, 1}, {T - 1, T}, {0, c.dim}});
+  return lin(rms(x, output_norm_, c.norm_eps), output_).reshape({-1, c.vocab_size});
+}
+
+// ** 4. logits in chunks **
+
+std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_pos, bool all_logits, int64_t chunk) {
+  if (tokens.empty()) throw Error("llm: logits of no tokens");
+  if (chunk < 1) throw Error("llm: chunk must be positive, got " + std::to_string(chunk));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg_.vocab_size) throw Error("llm: token id " + std::to_string(t) + " is out of range (vocab " + std::to_string(cfg_.vocab_size) + ")");
+  std::vector<float> out;
+  for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
+    size_t n = std::min(tokens.size() - i, size_t(chunk));
+    Tensor t = Tensor::from_vector(std::vector<int32_t>(tokens.begin() + i, tokens.begin() + i + n), {1, int64_t(n)}, std::nullopt, dev_);
+    Tensor l = forward(t, start_pos + int64_t(i), all_logits);
+    // a chunk before the last one only fills the cache: realizing its (cheap) last logits writes its keys and values
+    if (!all_logits && i + n < tokens.size()) l.realize();
+    else for (float x : l.to_vector<float>()) out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace tg::llm

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# The oracle of tests/llm/test_model.cpp: tiny random llama-family GGUF models written with gguf-py's GGUFWriter, and an
+# independent float64 numpy forward over them that reads the files back with gguf-py's GGUFReader (quantized weights
+# through gguf.quants.dequantize), written from llama.cpp's definitions of each architecture.
+#   llm_oracle.py write OUTDIR           -> OUTDIR/{llama,gqa,qwen2,qwen3,quant}.gguf
+#   llm_oracle.py forward MODEL 1,5,17 N -> JSON {"logprobs": [[...] per position], "greedy": [N tokens after the prompt]}
+import json, sys
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+# ** 1. models **
+
+def bytes_to_unicode():  # GPT-2's printable stand-ins for the 256 bytes
+  bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + list(range(ord("\u00ae"), ord("\u00ff") + 1))
+  cs, n = bs[:], 0
+  for b in range(256):
+    if b not in bs: bs.append(b); cs.append(256 + n); n += 1
+  return dict(zip(bs, map(chr, cs)))
+
+def spm_vocab():  # SentencePiece (llama 2): <unk> <s> </s>, the 256 byte tokens, a few scored pieces
+  pieces = ["\u2581", "\u2581t", "he", "\u2581the", "in", "er", "an", "\u2581a", "on", "re", "\u2581w", "at", "ou", "it", "is"] + list("abcdefghijklmnopqrstuvwxyz")
+  tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + pieces
+  types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)
+  scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
+  return dict(model="llama", tokens=tokens, types=types, scores=scores, merges=None, bos=1, eos=2)
+
+def bpe_vocab(pre, specials):  # byte-level BPE: the 256 byte characters, merges, special tokens at the end
+  b2u = bytes_to_unicode()
+  tokens = [b2u[b] for b in range(256)]
+  merges = ["\u0120 t", "h e", "\u0120t he", "i n", "e r", "a n", "\u0120 a", "o n", "r e", "\u0120 w", "a t", "o u"]
+  for m in merges: tokens.append(m.replace(" ", ""))
+  tokens += specials
+  types = [1] * (len(tokens) - len(specials)) + [3] * len(specials)
+  return dict(model="gpt2", pre=pre, tokens=tokens, types=types, scores=None, merges=merges, bos=len(tokens) - len(specials), eos=len(tokens) - len(specials) + 1)
+
+MODELS = {  # name: arch, sizes, tokenizer, options
+  "llama": dict(arch="llama", dim=64, ffn=128, layers=2, heads=4, kv=4, vocab=spm_vocab()),
+  "gqa": dict(arch="llama", dim=64, ffn=96, layers=2, heads=4, kv=2, rope_scale=2.0, theta=500000.0, tied=True,
+              vocab=bpe_vocab("llama3", ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])),
+  "qwen2": dict(arch="qwen2", dim=64, ffn=128, layers=2, heads=4, kv=1, bias=True, theta=1000000.0,
+                vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
+  "qwen3": dict(arch="qwen3", dim=64, ffn=128, layers=2, heads=4, kv=2, head_dim=32, qk_norm=True,
+                vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
+  "quant": dict(arch="llama", dim=64, ffn=128, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q8_0, "ffn": Q.Q4_0, "token_embd": Q.Q8_0}),
+}
+
+def write(path, name, seed):
+  c, rng = MODELS[name], np.random.default_rng(seed)
+  v, d, hd = c["vocab"], c["dim"], c.get("head_dim", c["dim"] // c["heads"])
+  n_vocab = len(v["tokens"])
+  w = gguf.GGUFWriter(path, arch=c["arch"])
+  w.add_block_count(c["layers"]); w.add_context_length(64); w.add_embedding_length(d); w.add_feed_forward_length(c["ffn"])
+  w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
+  if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
+  if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
+  w.add_tokenizer_model(v["model"]); w.add_token_list(v["tokens"]); w.add_token_types(v["types"])
+  if v.get("pre"): w.add_tokenizer_pre(v["pre"])
+  if v["scores"]: w.add_token_scores(v["scores"])
+  if v["merges"]: w.add_token_merges(v["merges"])
+  w.add_bos_token_id(v["bos"]); w.add_eos_token_id(v["eos"])
+  def t(name, *shape, scale=None, kind=None):  # a random tensor, quantized when the model says so
+    a = (rng.standard_normal(shape) * (scale if scale is not None else shape[-1] ** -0.5 * 1.5)).astype(np.float32)
+    q = c.get("quant", {}).get(kind)
+    if q is not None: w.add_tensor(name, gguf.quants.quantize(a, q), raw_dtype=q)
+    else: w.add_tensor(name, a)
+  norm = lambda name, n: w.add_tensor(name, (1 + 0.2 * rng.standard_normal(n)).astype(np.float32))
+  t("token_embd.weight", n_vocab, d, scale=1.0, kind="token_embd")
+  for i in range(c["layers"]):
+    b = f"blk.{i}."
+    norm(b + "attn_norm.weight", d)
+    t(b + "attn_q.weight", c["heads"] * hd, d, kind="attn"); t(b + "attn_k.weight", c["kv"] * hd, d, kind="attn")
+    t(b + "attn_v.weight", c["kv"] * hd, d, kind="attn"); t(b + "attn_output.weight", d, c["heads"] * hd, kind="attn")
+    if c.get("bias"): t(b + "attn_q.bias", c["heads"] * hd, scale=0.5); t(b + "attn_k.bias", c["kv"] * hd, scale=0.5); t(b + "attn_v.bias", c["kv"] * hd, scale=0.5)
+    if c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
+    norm(b + "ffn_norm.weight", d)
+    t(b + "ffn_gate.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_up.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_down.weight", d, c["ffn"], kind="ffn")
+  norm("output_norm.weight", d)
+  if not c.get("tied"): t("output.weight", n_vocab, d, kind="output")
+  w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+# ** 2. the float64 forward **
+
+class Ref:
+  def __init__(self, path):
+    r = gguf.GGUFReader(path)
+    kv = {k: f.contents() for k, f in r.fields.items()}
+    self.w = {t.name: gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape([int(x) for x in reversed(t.shape)]) for t in r.tensors}
+    a = kv["general.architecture"]
+    self.neox = a in ("qwen2", "qwen3")
+    self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
+    self.hd = kv.get(f"{a}.attention.key_length", kv[f"{a}.embedding_length"] // self.heads)
+    self.eps, self.theta = kv[f"{a}.attention.layer_norm_rms_epsilon"], kv.get(f"{a}.rope.freq_base", 10000.0)
+    self.scale = kv[f"{a}.rope.scaling.factor"] if kv.get(f"{a}.rope.scaling.type") == "linear" else 1.0
+    if "output.weight" not in self.w: self.w["output.weight"] = self.w["token_embd.weight"]
+
+  def rms(self, x, w): return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * w
+
+  def rope(self, x, pos):  # x (T, heads, hd); llama rotates (x[2i], x[2i+1]), neox (x[i], x[i + hd/2])
+    half = self.hd // 2
+    ang = (pos / self.scale)[:, None] * self.theta ** (-2.0 * np.arange(half) / self.hd)  # (T, half)
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    out = x.copy()
+    if self.neox: a, b, ia, ib = x[..., :half], x[..., half:], np.s_[..., :half], np.s_[..., half:]
+    else: a, b, ia, ib = x[..., 0::2], x[..., 1::2], np.s_[..., 0::2], np.s_[..., 1::2]
+    out[ia], out[ib] = a * cos - b * sin, a * sin + b * cos
+    return out
+
+  def forward(self, tokens):  # log-softmax of every position, attending causally over the whole sequence
+    W, T = self.w, len(tokens)
+    x, pos = W["token_embd.weight"][tokens], np.arange(T, dtype=np.float64)
+    for i in range(self.layers):
+      g = lambda n: W[f"blk.{i}.{n}"]
+      h = self.rms(x, g("attn_norm.weight"))
+      q, k, v = (h @ g(f"attn_{n}.weight").T + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
+      q, k, v = q.reshape(T, self.heads, self.hd), k.reshape(T, self.kv, self.hd), v.reshape(T, self.kv, self.hd)
+      if f"blk.{i}.attn_q_norm.weight" in W: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
+      q, k = self.rope(q, pos), self.rope(k, pos)
+      rep = self.heads // self.kv
+      k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # query head j reads kv head j // rep
+      s = np.einsum("thd,shd->hts", q, k) / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
+      p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
+      x = x + np.einsum("hts,shd->thd", p, v).reshape(T, -1) @ g("attn_output.weight").T
+      f = self.rms(x, g("ffn_norm.weight"))
+      a = f @ g("ffn_gate.weight").T
+      x = x + ((a / (1 + np.exp(-a))) * (f @ g("ffn_up.weight").T)) @ g("ffn_down.weight").T
+    l = self.rms(x, W["output_norm.weight"]) @ W["output.weight"].T
+    m = l.max(-1, keepdims=True)
+    return l - m - np.log(np.exp(l - m).sum(-1, keepdims=True))
+
+if __name__ == "__main__":
+  if sys.argv[1] == "write":
+    for i, name in enumerate(MODELS): write(f"{sys.argv[2]}/{name}.gguf", name, 100 + i)
+  elif sys.argv[1] == "forward":
+    ref, toks, n = Ref(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4])
+    lp = ref.forward(toks)
+    greedy, seq = [], list(toks)
+    for _ in range(n):  # greedy: the whole sequence again per token (no cache: the oracle stays the simplest forward)
+      seq.append(int(np.argmax(ref.forward(seq)[-1]))); greedy.append(seq[-1])
+    json.dump({"logprobs": lp.tolist(), "greedy": greedy}, sys.stdout)

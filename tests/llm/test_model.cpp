@@ -1,0 +1,359 @@
+// tg::llm's model against an independent float64 numpy forward (tests/llm/llm_oracle.py, which reads the files with
+// gguf-py's GGUFReader) on tiny random models that gguf-py's writer makes: llama (SentencePiece), llama with GQA, linear
+// rope scaling and tied embeddings (byte-level BPE), qwen2 (neox rope, q/k/v biases, one kv head), qwen3 (q/k norm, head
+// dim != dim / heads) and a Q8_0/Q4_0 llama (the oracle dequantizes with gguf.quants). Log-probs of every position
+// within 1e-4 whole, in chunks and token by token through the KV cache; greedy continuations equal. The sampler against
+// hand-derived distributions; chat templates against llama.cpp's formats written out by hand; build/tg-llm as a user
+// runs it.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "tg/llm.h"
+
+using namespace tg;
+using namespace tg::llm;
+using nlohmann::json;
+
+namespace {
+
+struct Proc {
+  int rc;
+  std::string out;
+};
+Proc sh(const std::string& cmd) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = p ? ::pclose(p) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+struct Models {  // the oracle's model files, written once per run
+  std::string dir, error;
+  Models() {
+    char tmpl[] = "/tmp/tg_llm_XXXXXX";
+    if (!::mkdtemp(tmpl)) { error = "mkdtemp failed"; return; }
+    dir = tmpl;
+    Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " write " + q(dir) + " 2>&1");
+    if (r.rc != 0) error = "llm_oracle.py write failed (setup.sh makes the venv with gguf and numpy):\n" + r.out;
+  }
+  ~Models() { if (!dir.empty()) std::filesystem::remove_all(dir); }
+  std::string path(const std::string& name) const { return dir + "/" + name + ".gguf"; }
+};
+const Models& models() {
+  static Models m;
+  return m;
+}
+#define NEED_MODELS() ASSERT_TRUE(models().error.empty()) << models().error
+
+json oracle(const std::string& model, const std::vector<int32_t>& toks, int n_greedy = 0) {
+  std::string ids;
+  for (int32_t t : toks) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+  Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " forward " + q(models().path(model)) + " " + ids + " " + std::to_string(n_greedy));
+  if (r.rc != 0) throw std::runtime_error("llm_oracle.py forward failed: " + r.out);
+  return json::parse(r.out);
+}
+
+std::vector<double> log_softmax(std::span<const float> l) {
+  double mx = -INFINITY, s = 0;
+  for (float x : l) mx = std::max(mx, double(x));
+  for (float x : l) s += std::exp(double(x) - mx);
+  std::vector<double> r;
+  for (float x : l) r.push_back(double(x) - mx - std::log(s));
+  return r;
+}
+
+// every position's log-softmax of our (T x vocab) logits against the oracle's
+void expect_logprobs(const std::vector<float>& logits, int64_t V, const json& ref, double tol = 1e-4) {
+  ASSERT_EQ(logits.size(), ref["logprobs"].size() * size_t(V));
+  double worst = 0;
+  for (size_t t = 0; t < ref["logprobs"].size(); t++) {
+    std::vector<double> ours = log_softmax(std::span(logits).subspan(t * size_t(V), size_t(V)));
+    for (size_t i = 0; i < size_t(V); i++) worst = std::max(worst, std::abs(ours[i] - ref["logprobs"][t][i].get<double>()));
+  }
+  EXPECT_LT(worst, tol);
+}
+
+const std::vector<int32_t> PROMPT = {1, 5, 17, 200, 3, 99, 250, 260};
+
+}  // namespace
+
+TEST(LlmModel, ConfigFromMetadata) {
+  NEED_MODELS();
+  Config l = config_from_gguf(gguf::gguf_load(models().path("llama")));
+  EXPECT_EQ(l.arch, "llama");
+  EXPECT_EQ(std::vector<int64_t>({l.n_layers, l.dim, l.hidden_dim, l.n_heads, l.n_kv_heads, l.head_dim, l.rope_dim, l.vocab_size, l.max_context}),
+            std::vector<int64_t>({2, 64, 128, 4, 4, 16, 16, 300, 64}));
+  EXPECT_FALSE(l.rope_neox || l.qk_norm || l.qkv_bias || l.tied_embeddings);
+  EXPECT_EQ(l.rope_theta, 10000.0);
+  EXPECT_FLOAT_EQ(l.norm_eps, 1e-5);
+  Config g = config_from_gguf(gguf::gguf_load(models().path("gqa")), 32);
+  EXPECT_EQ(g.n_kv_heads, 2); EXPECT_EQ(g.rope_scale, 2.0); EXPECT_EQ(g.rope_theta, 500000.0); EXPECT_EQ(g.max_context, 32);
+  EXPECT_TRUE(g.tied_embeddings);
+  Config q2 = config_from_gguf(gguf::gguf_load(models().path("qwen2")));
+  EXPECT_TRUE(q2.rope_neox && q2.qkv_bias && !q2.qk_norm); EXPECT_EQ(q2.n_kv_heads, 1);
+  Config q3 = config_from_gguf(gguf::gguf_load(models().path("qwen3")));
+  EXPECT_TRUE(q3.rope_neox && q3.qk_norm && !q3.qkv_bias); EXPECT_EQ(q3.head_dim, 32); EXPECT_EQ(q3.dim, 64);
+}
+
+TEST(LlmModel, WholePromptMatchesOracle) {
+  NEED_MODELS();
+  for (const char* name : {"llama", "gqa", "qwen2", "qwen3"}) {
+    SCOPED_TRACE(name);
+    Model m = Model::load(models().path(name));
+    expect_logprobs(m.logits(PROMPT, 0, true), m.config().vocab_size, oracle(name, PROMPT));
+  }
+}
+
+// the same positions fed token by token (llama) or in chunks of 4 and 3 through the KV cache; a second pass over a
+// shorter prompt reuses the cache and overwrites what was written after it. (Each new position compiles its attention
+// kernels until start_pos is a symbolic variable, so the tests share positions and chunk sizes where they can.)
+TEST(LlmModel, IncrementalMatchesOracle) {
+  NEED_MODELS();
+  const std::vector<int32_t>& p = PROMPT;
+  for (auto [name, chunk] : {std::pair{"llama", 1}, {"qwen3", 4}, {"gqa", 3}, {"qwen2", 3}}) {
+    SCOPED_TRACE(name);
+    Model m = Model::load(models().path(name));
+    json ref = oracle(name, p);
+    expect_logprobs(m.logits(p, 0, true, chunk), m.config().vocab_size, ref);
+    // positions 0..4 stay cached; 5.. are written again with other tokens, then the original ones
+    std::vector<float> other = m.logits(std::vector<int32_t>{9, 9, 9}, 5, true, chunk);
+    std::vector<float> again = m.logits(std::span(p).subspan(5), 5, true, chunk);
+    json tail = ref;
+    tail["logprobs"] = json(std::vector<json>(ref["logprobs"].begin() + 5, ref["logprobs"].end()));
+    expect_logprobs(again, m.config().vocab_size, tail);
+  }
+}
+
+TEST(LlmModel, GreedyContinuationMatchesOracle) {
+  NEED_MODELS();
+  const std::vector<int32_t>& p = PROMPT;
+  Model m = Model::load(models().path("llama"));
+  std::vector<int32_t> ref = oracle("llama", p, 16)["greedy"].get<std::vector<int32_t>>();
+  for (size_t i = 0; i < ref.size(); i++)  // generation stops after a stop token (eos), reporting it
+    if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), ref[i]) != m.stop_tokens().end()) { ref.resize(i + 1); break; }
+  Sampler greedy({.temperature = 0});
+  GenerateStats st;
+  std::vector<int32_t> seen;
+  std::vector<int32_t> out = generate(m, p, 16, greedy, [&](int32_t t) { seen.push_back(t); return true; }, 0, &st);
+  EXPECT_EQ(out, ref);
+  EXPECT_EQ(seen, out);
+  EXPECT_EQ(st.prompt_tokens, 8); EXPECT_EQ(st.generated, int64_t(out.size()));
+  // stopping from the callback
+  Sampler g2({.temperature = 0});
+  EXPECT_EQ(generate(m, p, 20, g2, [&](int32_t) { return false; }).size(), 1u);
+}
+
+TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
+  NEED_MODELS();
+  Model m = Model::load(models().path("quant"));
+  EXPECT_EQ(m.gguf().info("blk.0.attn_q.weight").type, gguf::GGMLType::Q8_0);
+  EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q4_0);
+  EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::Q8_0);
+  expect_logprobs(m.logits(PROMPT, 0, true, 7), m.config().vocab_size, oracle("quant", PROMPT));
+}
+
+TEST(LlmModel, TokenizerAndTemplateFromGguf) {
+  NEED_MODELS();
+  Model l = Model::load(models().path("llama"), 16);
+  std::vector<int32_t> ids = l.tokenizer().encode("the heat");
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], 1);  // <s>
+  EXPECT_EQ(l.tokenizer().decode(ids, false), "the heat");
+  EXPECT_EQ(l.stop_tokens(), std::vector<int32_t>({2}));
+  Model g = Model::load(models().path("gqa"), 16);
+  int32_t eot = int32_t(g.config().vocab_size - 1);  // the last special token written
+  EXPECT_EQ(g.tokenizer().token(eot), "<|eot_id|>");
+  EXPECT_EQ(g.tokenizer().encode("<|eot_id|>the", false), std::vector<int32_t>({eot, 116, 257}));  // t, then "h e" (merge 1: id 256 + 1); no "t he" merge
+  std::vector<int32_t> stops = g.stop_tokens();
+  std::sort(stops.begin(), stops.end());
+  EXPECT_EQ(stops, std::vector<int32_t>({eot - 3, eot}));  // <|end_of_text|> (also eos), <|eot_id|>
+  EXPECT_EQ(chat_template_name(l.gguf()), "llama2");
+  EXPECT_EQ(chat_template_name(g.gguf()), "llama3");
+  EXPECT_EQ(chat_template_name(gguf::gguf_load(models().path("qwen3"))), "chatml");
+}
+
+TEST(LlmModel, BadInputIsAnError) {
+  NEED_MODELS();
+  gguf::GGUF g = gguf::gguf_load(models().path("qwen2"));
+  auto expect_err = [](auto f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "no error, expected one mentioning " << part;
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); }
+  };
+  gguf::GGUF bad = g;
+  bad.kv["general.architecture"] = gguf::Value{std::string("falcon")};
+  expect_err([&] { config_from_gguf(bad); }, "falcon");
+  bad = g, bad.kv.erase("qwen2.block_count");
+  expect_err([&] { config_from_gguf(bad); }, "qwen2.block_count");
+  bad = g, bad.kv["qwen2.attention.head_count_kv"] = gguf::Value{uint32_t(3)};
+  expect_err([&] { config_from_gguf(bad); }, "must divide");
+  bad = g;
+  for (auto& t : bad.tensors)
+    if (t.name == "blk.1.ffn_up.weight") t.shape = {64, 128};
+  expect_err([&] { Model m(bad); }, "blk.1.ffn_up.weight");
+  bad = g, bad.kv.erase("tokenizer.ggml.tokens");
+  expect_err([&] { Model m(bad); }, "tokenizer");
+  expect_err([&] { Model::load(models().dir + "/missing.gguf"); }, "missing.gguf");
+  Model m(g, 8);
+  expect_err([&] { m.logits(std::vector<int32_t>{1, 100000}); }, "100000");
+  expect_err([&] { m.logits(std::vector<int32_t>(9, 1)); }, "context");
+  expect_err([&] { m.forward(Tensor::zeros({2, 3}, dtypes::int32), 0); }, "(1, T)");
+  Sampler s({.temperature = 0});
+  expect_err([&] { generate(m, std::vector<int32_t>(9, 1), 2, s); }, "context");
+}
+
+// ** chat templates: llama.cpp's formats, written out by hand **
+
+TEST(LlmChat, Templates) {
+  std::vector<Message> msgs = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Why?"}};
+  EXPECT_EQ(apply_chat_template("chatml", msgs),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
+            "<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template("llama3", msgs, false),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|>");
+  EXPECT_EQ(apply_chat_template("llama2", msgs), "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello.</s><s>[INST] Why? [/INST]");
+  EXPECT_THROW(apply_chat_template("vicuna", msgs), Error);
+  EXPECT_THROW(apply_chat_template("chatml", {{"tool", "x"}}), Error);
+}
+
+// ** sampling **
+
+namespace {
+const std::vector<float> L4 = {float(std::log(4.0)), float(std::log(2.0)), 0.0f, 0.0f};  // softmax: 1/2, 1/4, 1/8, 1/8
+SamplerParams plain(double temp = 1.0) { return {.temperature = temp, .top_k = 0, .top_p = 1.0, .min_p = 0.0}; }
+void expect_dist(const Sampler& s, std::span<const float> l, const std::vector<std::pair<int32_t, double>>& want) {
+  auto d = s.distribution(l);
+  ASSERT_EQ(d.size(), want.size());
+  for (size_t i = 0; i < d.size(); i++) {
+    EXPECT_EQ(d[i].first, want[i].first);
+    EXPECT_NEAR(d[i].second, want[i].second, 1e-6);
+  }
+}
+}  // namespace
+
+TEST(LlmSampler, HandDerivedDistributions) {
+  expect_dist(Sampler(plain()), L4, {{0, .5}, {1, .25}, {2, .125}, {3, .125}});
+  expect_dist(Sampler(plain(0.5)), L4, {{0, 16. / 22}, {1, 4. / 22}, {2, 1. / 22}, {3, 1. / 22}});  // p^(1/T)
+  SamplerParams p = plain();
+  p.top_k = 3;  // the tie at 1/8 keeps the lower id
+  expect_dist(Sampler(p), L4, {{0, 4. / 7}, {1, 2. / 7}, {2, 1. / 7}});
+  p = plain(), p.top_p = 0.7;  // 1/2 < 0.7 <= 3/4: two tokens
+  expect_dist(Sampler(p), L4, {{0, 2. / 3}, {1, 1. / 3}});
+  p.top_p = 0.5;  // reached by the first alone
+  expect_dist(Sampler(p), L4, {{0, 1.}});
+  p = plain(), p.min_p = 0.3;  // p >= 0.15
+  expect_dist(Sampler(p), L4, {{0, 2. / 3}, {1, 1. / 3}});
+  p.min_p = 0.2;  // p >= 0.1: all
+  expect_dist(Sampler(p), L4, {{0, .5}, {1, .25}, {2, .125}, {3, .125}});
+  p = plain(), p.repeat_penalty = 2.0;  // log 4 / 2 = log 2 for the repeated token 0; negative logits are multiplied
+  Sampler r(p);
+  r.accept(0);
+  expect_dist(r, L4, {{0, 2. / 6}, {1, 2. / 6}, {2, 1. / 6}, {3, 1. / 6}});
+  std::vector<float> neg = {0.0f, float(-std::log(2.0))};
+  r.accept(1);  // -log 2 * 2 = log 1/4: probabilities 4/5, 1/5
+  expect_dist(r, neg, {{0, .8}, {1, .2}});
+  p.repeat_last_n = 1;  // only the last token counts
+  Sampler r1(p);
+  r1.accept(0), r1.accept(1);
+  double z = 6 + std::sqrt(2.0);  // token 1: log 2 / 2 = log sqrt(2)
+  expect_dist(r1, L4, {{0, 4 / z}, {1, std::sqrt(2.0) / z}, {2, 1 / z}, {3, 1 / z}});
+}
+
+TEST(LlmSampler, DrawsFollowTheDistributionAndTheSeed) {
+  Sampler a(plain()), b(plain());
+  std::vector<int> count(4);
+  std::vector<int32_t> da, db;
+  for (int i = 0; i < 20000; i++) da.push_back(a.sample(L4)), db.push_back(b.sample(L4)), count[size_t(da.back())]++;
+  EXPECT_EQ(da, db);  // the same seed, the same draws
+  const double want[4] = {.5, .25, .125, .125};
+  for (int i = 0; i < 4; i++) EXPECT_NEAR(count[size_t(i)] / 20000.0, want[i], 0.015);
+  SamplerParams p = plain();
+  p.seed = 1;
+  Sampler c(p);
+  std::vector<int32_t> dc;
+  for (int i = 0; i < 200; i++) dc.push_back(c.sample(L4));
+  EXPECT_NE(dc, std::vector<int32_t>(da.begin(), da.begin() + 200));
+  a.reset();
+  std::vector<int32_t> again;
+  for (int i = 0; i < 200; i++) again.push_back(a.sample(L4));
+  EXPECT_EQ(again, std::vector<int32_t>(da.begin(), da.begin() + 200));
+}
+
+TEST(LlmSampler, TopK1AndZeroTemperatureAreGreedy) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  SamplerParams k1;
+  k1.top_k = 1, k1.temperature = 1.5, k1.seed = 9;
+  Sampler s(k1), g({.temperature = 0});
+  for (int i = 0; i < 50; i++) {
+    std::vector<float> l(100);
+    for (float& x : l) x = nd(rng);
+    int32_t best = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    EXPECT_EQ(s.sample(l), best);
+    EXPECT_EQ(g.sample(l), best);
+  }
+  EXPECT_THROW(s.sample(std::vector<float>{}), Error);
+  EXPECT_THROW(s.sample(std::vector<float>{1.0f, NAN}), Error);
+  EXPECT_THROW(Sampler({.top_p = 0}), Error);
+}
+
+// ** the command line **
+
+TEST(LlmCli, LogprobsJsonMatchesOracle) {
+  NEED_MODELS();
+  Proc r = sh(q(TG_LLM_CLI) + " logprobs --model " + q(models().path("qwen3")) + " --tokens 1,5,17,200,3,40 --chunk 4");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  json ours = json::parse(r.out), ref = oracle("qwen3", {1, 5, 17, 200, 3, 40});
+  EXPECT_EQ(ours["tokens"], json({1, 5, 17, 200, 3, 40}));
+  ASSERT_EQ(ours["logprobs"].size(), 6u);
+  double worst = 0;
+  for (size_t t = 0; t < 6; t++) {
+    ASSERT_EQ(ours["logprobs"][t].size(), ref["logprobs"][t].size());
+    for (size_t i = 0; i < ours["logprobs"][t].size(); i++)
+      worst = std::max(worst, std::abs(ours["logprobs"][t][i].get<double>() - ref["logprobs"][t][i].get<double>()));
+  }
+  EXPECT_LT(worst, 1e-4);
+}
+
+TEST(LlmCli, CompletesChatsAndReportsSpeed) {
+  NEED_MODELS();
+  std::string m = q(models().path("llama"));
+  Proc r = sh(q(TG_LLM_CLI) + " --model " + m + " --prompt 'the heat' -n 5 --temp 0 2>&1");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("the heat", 0), 0u) << r.out;  // the prompt first
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("prompt: [0-9]+ tokens, [0-9.]+ tok/s \\| decode: 5 tokens, [0-9.]+ tok/s"))) << r.out;
+  Proc seeded1 = sh(q(TG_LLM_CLI) + " --model " + m + " --prompt 'the heat' -n 6 --temp 1 --seed 5 2>/dev/null");
+  Proc seeded2 = sh(q(TG_LLM_CLI) + " --model " + m + " --prompt 'the heat' -n 6 --temp 1 --seed 5 2>/dev/null");
+  EXPECT_EQ(seeded1.rc, 0); EXPECT_EQ(seeded1.out, seeded2.out);
+  Proc chat = sh("printf 'hi\\nthe\\n' | " + q(TG_LLM_CLI) + " --model " + m + " -n 2 --temp 0 2>&1");
+  ASSERT_EQ(chat.rc, 0) << chat.out;
+  EXPECT_NE(chat.out.find("chat template llama2"), std::string::npos) << chat.out;
+  size_t turns = 0;
+  for (size_t p = chat.out.find("decode:"); p != std::string::npos; p = chat.out.find("decode:", p + 1)) turns++;
+  EXPECT_EQ(turns, 2u) << chat.out;
+}
+
+TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {
+  NEED_MODELS();
+  std::string cli = q(TG_LLM_CLI), m = q(models().path("llama"));
+  for (std::string args : std::vector<std::string>{" --model /nonexistent.gguf --prompt x", " --prompt x", " --model " + m + " --temp hot", " --model " + m + " --bogus 1",
+                           " logprobs --model " + m + " --tokens 1,,2", " logprobs --model " + m + " --tokens 1,99999",
+                           " logprobs --model " + m, " --model " + m + " -n"}) {
+    Proc r = sh(cli + args + " 2>&1 </dev/null");
+    EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.rfind("tg-llm: ", 0), 0u) << args << "\n" << r.out;
+  }
+}
