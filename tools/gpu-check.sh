@@ -14,7 +14,7 @@ build=1
 case "${1:-}" in
   "") ;;
   --no-build) build=0 ;;
-  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "gpu-check: unknown option '$1' (use --no-build or nothing)" >&2; exit 2 ;;
 esac
 
