@@ -37,6 +37,8 @@ CASES = {
   "conv2d": lambda: E(1, 4, 16, 16).conv2d(E(8, 4, 3, 3)),
   "conv2d_pad": lambda: E(2, 3, 8, 8).conv2d(E(4, 3, 3, 3), padding=1),
   "argmax": lambda: E(64, 100).argmax(1),
+  "pad_mul": lambda: E(3, 4).pad(((1, 1), (0, 0))) * E(5, 4),
+  "pad_mul2": lambda: E(5, 2).pad(((2, 3), (0, 0))) * E(10, 2),
 }
 
 def dump(name, make, ren):
