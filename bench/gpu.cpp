@@ -30,7 +30,7 @@ double median_s(const std::function<void()>& fn, int reps) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   int64_t n = argc > 1 ? std::atoll(argv[1]) : 2048;
   int reps = argc > 2 ? std::atoi(argv[2]) : 10;
   if (n < 16 || reps < 1) return std::fprintf(stderr, "usage: gpu [N>=16] [reps>=1]\n"), 2;
@@ -62,4 +62,14 @@ int main(int argc, char** argv) {
   double ts = median_s([&] { sum(x); }, reps);
   std::printf("sum      %12lld floats %9.3f ms %9.1f GB/s (%.0f%% of copy)\n", (long long)elems, ts * 1e3, double(bytes) / ts * 1e-9,
               100.0 * (double(bytes) / ts) / (2.0 * double(bytes) / tc));
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "gpu: %s\n", e.what());
+    return 1;
+  }
 }
