@@ -58,6 +58,18 @@ pyenv() {
   .venv/bin/pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy 'tokenizers==0.23.3'
 }
 
+# NVRTC, the CUDA device's compiler, which the tests use without a GPU (they compile every kernel for sm_90): the CUDA
+# toolkit's when there is one, else PyPI's wheels in .venv (libnvrtc and the cuda_fp16.h it includes, ~230 MB), where
+# CMake points the tests (CUDA_PATH). Debian 12 has NVRTC only in non-free (libnvrtc11.2, CUDA 11.8), so not from apt
+nvrtc() {
+  [ -n "${CUDA_PATH:-}" ] && [ -e "$CUDA_PATH/include/cuda_fp16.h" ] && return
+  [ -e /usr/local/cuda/include/cuda_fp16.h ] && ls /usr/local/cuda/lib*/libnvrtc.so* >/dev/null 2>&1 && return
+  ls .venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 >/dev/null 2>&1 && return
+  echo "setup.sh: installing NVRTC (nvidia-cuda-nvrtc, nvidia-cuda-runtime) into .venv"
+  [ -x .venv/bin/pip ] || python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check 'nvidia-cuda-nvrtc==13.0.88' 'nvidia-cuda-runtime==13.0.96'
+}
+
 # configure (once, or again after a generator change) and build incrementally
 build() {  # build DIR [cmake args...]
   local dir=$1; shift
@@ -76,6 +88,7 @@ case $mode in
     ;;
   test)
     pyenv
+    nvrtc
     build build -DCMAKE_BUILD_TYPE=Release
     # the symbolic suite's headline first (how many cases render exactly as tinygrad), ctest's verdict last
     build/test_uop --gtest_filter='SymbolicSummary.*' | grep '^symbolic:' || true
@@ -84,6 +97,7 @@ case $mode in
   sanitize)
     # RelWithDebInfo: optimised like Release, but sanitizer reports carry file:line
     pyenv
+    nvrtc
     build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_SANITIZE=ON
     export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

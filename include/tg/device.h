@@ -1,6 +1,5 @@
 #pragma once
-// Device names as tinygrad spells them: "CPU", "CPU:1", "NULL", "DISK:/path", "CL", "CL:1" (CUDA is planned, not in
-// this build).
+// Device names as tinygrad spells them: "CPU", "CPU:1", "NULL", "DISK:/path", "CL", "CL:1", "CUDA", "CUDA:1".
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,11 +13,12 @@ std::string canonicalize_device(std::string_view name);
 // the device new tensors go to: $DEV canonicalized, else "CPU"
 std::string default_device();
 
-// the device kinds this build has: {"CPU", "NULL", "DISK", "CL"} (CL opens only where OpenCL has a device)
+// the device kinds this build has: {"CPU", "NULL", "DISK", "CL", "CUDA"} (CL opens only where OpenCL has a device,
+// CUDA only where the NVIDIA driver has a GPU)
 const std::vector<std::string>& device_kinds();
 
 // true when `name` names a device of one of device_kinds() that this machine can open: CL needs the OpenCL loader
-// and a platform with a device (false, not an exception, for any other name)
+// and a platform with a device, CUDA the driver (libcuda.so.1) and a GPU (false, not an exception, for any other name)
 bool device_available(std::string_view name);
 
 }  // namespace tg

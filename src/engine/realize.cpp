@@ -3,9 +3,11 @@
 #include "engine/realize.h"
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <unordered_map>
 
+#include "runtime/cuda.h"
 #include "util/stats.h"
 #include "uop/args.h"
 #include "util/env.h"
@@ -72,6 +74,12 @@ Lowered& get_runtime(const std::string& device, const UOp& ast) {
   if (Lowered* l = per_dev.find(ast)) return *l;
   engine_stats().programs_built++;
   Device& dev = get_device(device);
+  if (const std::string& arch = settings().NVRTC_CHECK; !arch.empty()) {
+    // the kernel DEV=CUDA would run: rendered with the CUDA renderer's fixed caps for the arch, compiled by NVRTC
+    static std::map<std::string, CUDARenderer> rens;
+    auto spec = to_program(ast, rens.try_emplace(arch, arch).first->second);
+    nvrtc_check_source(spec->name, spec->kernel.src, arch);
+  }
   Lowered l;
   l.spec = to_program(ast, dev.renderer());
   l.prg = dev.load_cached(l.spec->kernel.entry_name, l.spec->kernel.src);

@@ -498,7 +498,7 @@ CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops,
   return p;
 }
 
-std::string CStyleLanguage::render_body(const Parts& p, const std::vector<UOp>&, const std::vector<std::string>* prefix) const {
+std::string CStyleLanguage::render_body(const Parts& p, const std::vector<UOp>& uops, const std::vector<std::string>* prefix) const {
   std::string sig;
   for (auto& [nm, bm] : p.bufs) {
     const UOp& u = bm.first;
@@ -511,6 +511,13 @@ std::string CStyleLanguage::render_body(const Parts& p, const std::vector<UOp>&,
   std::string body;
   for (size_t i = 0; i < p.kernel.size(); i++) body += (i ? "\n" : "") + p.kernel[i];
   std::string kt = kernel_typedef;
+  // tinygrad formats {launch_bounds} with the product of the local dims' sizes (threads per block)
+  if (size_t at = kt.find("{launch_bounds}"); at != std::string::npos) {
+    int64_t threads = 1;
+    for (auto& u : uops)
+      if (u.op() == SPECIAL && u.arg().s().front() == 'l') threads *= u.src(0).vmax().i;
+    kt.replace(at, 15, std::to_string(threads));
+  }
   std::string prg = kt + " " + p.name + "(" + sig + ") {\n" + body + "\n}";
   if (!prefix) return prg;
   std::string pre;

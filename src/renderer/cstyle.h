@@ -152,6 +152,19 @@ class OpenCLRenderer : public CStyleLanguage {
 // bfloat16 (and without native half, float16) ALU through float32, their casts as bit operations
 const PatternMatcher& opencl_extra_matcher(bool native_half);
 
+// tinygrad's CUDARenderer: CUDA C for NVRTC (extern "C" __global__ kernels with __launch_bounds__, __shared__,
+// __syncthreads, blockIdx/threadIdx, half and bfloat16 from cuda_fp16.h / cuda_bf16.h with their vector structs,
+// tg_bitcast). Built with tinygrad's fixed caps, which are an sm_90 GPU's (1024 threads per block, 48 KiB static shared
+// memory): what the renderer gives without a GPU; the CUDA device narrows them to what its GPU reports. No tensor cores
+class CUDARenderer : public CStyleLanguage {
+ public:
+  explicit CUDARenderer(std::string arch = "sm_90");
+  std::string assemble(const Parts& p, const std::vector<UOp>& uops) const override;
+  std::string identity() const override;
+  std::string render_vector_prefix(DType dt, int64_t count) const;
+  std::string arch;  // sm_XY: the compile target
+};
+
 // an entry wrapper that calls `kernel` with the words of an argument array (EntryStyle::ArgArray); "" for None
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,
                          const CStyleLanguage& ren);

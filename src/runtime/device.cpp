@@ -25,6 +25,7 @@ constexpr Backend backends[] = {
     {"NULL", "NULL", make_null_device},
     {"DISK", "DISK:/path", make_disk_device},
     {"CL", "CL, CL:n", make_cl_device, cl_available},
+    {"CUDA", "CUDA, CUDA:n", make_cuda_device, cuda_available},
 };
 
 const Backend* backend_of(std::string_view kind) {

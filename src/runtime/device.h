@@ -97,5 +97,7 @@ std::unique_ptr<Device> make_null_device(const std::string& name);
 std::unique_ptr<Device> make_disk_device(const std::string& name);
 std::unique_ptr<Device> make_cl_device(const std::string& name);
 bool cl_available(const std::string& name);  // the OpenCL loader loads and has the device CL:n
+std::unique_ptr<Device> make_cuda_device(const std::string& name);
+bool cuda_available(const std::string& name);  // the NVIDIA driver loads and has the GPU CUDA:n
 
 }  // namespace tg

@@ -47,7 +47,7 @@ constexpr Knob knobs[] = {
     {"CONST_LR", &Settings::CONST_LR, false},
     {"FUSE_OPTIM", &Settings::FUSE_OPTIM, false},
 };
-constexpr const char* string_knobs[] = {"DEV", "CACHEDB", "TG_CLANG", "OPTIM_DTYPE"};
+constexpr const char* string_knobs[] = {"DEV", "CACHEDB", "TG_CLANG", "OPTIM_DTYPE", "NVRTC_CHECK"};
 
 // constant-initialized, so settings() works from any translation unit's static initializers
 std::atomic<uint64_t> generation{1};
@@ -76,6 +76,7 @@ struct SettingsStore {
     s.DEV = getenv_str("DEV");
     s.TG_CLANG = getenv_str("TG_CLANG");
     s.OPTIM_DTYPE = getenv_str("OPTIM_DTYPE", "float32");
+    s.NVRTC_CHECK = getenv_str("NVRTC_CHECK");
     s.CACHEDB = getenv_str("CACHEDB");
     if (s.CACHEDB.empty()) {
       std::string base = getenv_str("XDG_CACHE_HOME");

@@ -49,6 +49,7 @@ struct Settings {
   std::string CACHEDB;            // the disk cache file: $CACHEDB, else $XDG_CACHE_HOME or ~/.cache, /tinygrad.cpp/cache.db
   std::string TG_CLANG;           // the CPU device's C compiler ("" : set_clang_path(), else clang)
   std::string OPTIM_DTYPE = "float32";  // optimizers' state dtype
+  std::string NVRTC_CHECK;        // an arch (sm_90): every kernel lowered is also compiled for CUDA by NVRTC (runtime/cuda.h)
 
   // a small id of the kernel-affecting knobs above: equal for two snapshots exactly when those are equal. Valid in
   // this process only (never store it on disk)

@@ -18,8 +18,9 @@ struct Case {
   std::vector<Kernel> kernels;
 };
 
-inline std::vector<Case> load() {
-  std::ifstream f(std::string(TG_TEST_DATA) + "/codegen_cases.txt");
+// `file` under tests/data: codegen_cases.txt (the CPU renderer) or cuda_cases.txt (tests/tools/gen_cuda_cases.py)
+inline std::vector<Case> load(const std::string& file = "codegen_cases.txt") {
+  std::ifstream f(std::string(TG_TEST_DATA) + "/" + file);
   std::vector<Case> out;
   std::string line, *into = nullptr;
   bool fresh = true;

@@ -1,6 +1,6 @@
 // tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
-// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO (TC and the matvec
-// heuristic are not ported).
+// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO, the matvec heuristic
+// (TC is not ported).
 #include "codegen/opt/postrange.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "codegen/simplify.h"
 #include "uop/movement.h"
 #include "uop/pattern_helpers.h"
+#include "util/env.h"
 #include "util/settings.h"
 
 namespace tg {
@@ -383,6 +384,31 @@ bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
+  // a matrix-vector product on a GPU (a sum of products of two loads, the reduce range in the first one's index): 8
+  // work-items share a row (GROUP), 4 rows per group (LOCAL), 4 rows per work-item (UPCAST); MV_* env as in tinygrad
+  int64_t mv_block = getenv_int("MV_BLOCKSIZE", 4), mv_tpr = getenv_int("MV_THREADS_PER_ROW", 8), mv_rpt = getenv_int("MV_ROWS_PER_THREAD", 4);
+  auto red = k.reduceops();
+  if (k.ren.has_local && k.ren.has_shared && getenv_int("MV", 1) != 0 && (mv_block > 1 || mv_tpr > 1 || mv_rpt > 1) && !red.empty() &&
+      Ops(red[0].arg().ints()[0]) == ADD && k.full_shape().size() >= 2 && red[0].src(0).op() == MUL && red[0].src(0).src(0).op() == INDEX &&
+      red[0].src(0).src(1).op() == INDEX) {
+    UOp idx0 = red[0].src(0).src(0).src(1).get_idx(), idx1 = red[0].src(0).src(1).src(1).get_idx();
+    auto rr = k.ranges_of({AxisType::REDUCE});
+    if (!rr.empty()) {
+      auto terms = idx0.split_uop(ADD), r0 = idx0.ranges(), r1 = idx1.ranges();
+      bool in0 = std::find(terms.begin(), terms.end(), rr[0]) != terms.end();
+      bool sub = std::all_of(r0.begin(), r0.end(), [&](const UOp& r) { return std::find(r1.begin(), r1.end(), r) != r1.end(); });
+      if (in0 && sub)
+        for (int64_t g : k.axes_of({AxisType::GLOBAL}))
+          if (rr[0].src(0).divides(mv_tpr) && k.full_shape()[size_t(g)] % (mv_block * mv_rpt) == 0) {
+            try {
+              if (mv_tpr > 1) k.apply_opt(Opt{OptOps::GROUP, 0, Arg(mv_tpr)});
+            } catch (const KernelOptError&) {}
+            if (mv_block > 1) k.apply_opt(Opt{OptOps::LOCAL, g, Arg(mv_block)});
+            if (mv_rpt > 1) k.apply_opt(Opt{OptOps::UPCAST, g, Arg(mv_rpt)});
+            return k;
+          }
+    }
+  }
   // a reduce with a small output on a GPU: split it over 16 work-items of a group (GROUPTOP), and stop there
   if (k.ren.has_local) {
     int64_t out = 1;
