@@ -5,6 +5,7 @@
 #include <numbers>
 #include <map>
 
+#include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
 #include "uop/movement.h"
@@ -33,9 +34,12 @@ Tensor full_const(const Shape& shape, ConstVal v, DType dt) {
 
 // ***** 1. creation *****
 
-Tensor Tensor::empty(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
-  check_shape("empty", shape);
-  return wrap(UOp::empty(shape, dtype.value_or(dtypes::default_float), device));
+Tensor Tensor::empty(const SymShape& sshape, std::optional<DType> dtype, const std::string& device) {
+  if (auto shape = sshape.ints()) {
+    check_shape("empty", *shape);
+    return wrap(UOp::empty(*shape, dtype.value_or(dtypes::default_float), device));
+  }
+  return wrap(UOp::empty_sym(to_sshape(sshape), dtype.value_or(dtypes::default_float), canonicalize_device(device)));
 }
 
 Tensor Tensor::full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype, const std::string& device) {

@@ -275,11 +275,11 @@ Tensor Tensor::dot(const Tensor& w_in, std::optional<DType> dt) const {
   int64_t dx = ndim(), dw = w_in.ndim();
   if (dx == 0 || dw == 0) throw Error("dot: both tensors need to be at least 1D, got " + shape_str() + " and " + w_in.shape_str());
   int64_t axis_w = -std::min<int64_t>(dw, 2);
-  const Shape &xs = shape(), &ws = w_in.shape();
+  const SymShape xs = sym_shape(), ws = w_in.sym_shape();
   if (xs.back() != ws[size_t(dw + axis_w)])
     throw Error("dot: cannot dot " + shape_str() + ":" + dt_name(dtype()) + " and " + w_in.shape_str() + ":" + dt_name(w_in.dtype()));
   int64_t ones = std::min({dx - 1, dw - 1, int64_t(1)});
-  Shape xr(xs.begin(), xs.end() - 1), wr(ws.begin(), ws.end() - std::min<int64_t>(dw, 2));
+  SymShape xr(xs.begin(), xs.end() - 1), wr(ws.begin(), ws.end() - std::min<int64_t>(dw, 2));
   xr.insert(xr.end(), size_t(ones), 1);
   xr.push_back(xs.back());
   wr.insert(wr.end(), size_t(ones), 1);
