@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tensor/sint_impl.h"
 #include "uop/movement.h"
@@ -110,9 +111,12 @@ int64_t sym_infer(const sint& x, const std::vector<std::pair<std::string, int64_
   if (x.is_int()) return x.as_int();
   UOp u = to_uop(x);
   std::unordered_map<UOp, ConstVal> env;
-  for (auto& n : u.toposort()) {
+  std::vector<UOp> topo = u.toposort();
+  std::unordered_set<UOp> bound;  // Variables seen through their bind: its value is used
+  for (auto& n : topo) if (n.is_bound_var()) bound.insert(n.src(0));
+  for (auto& n : topo) {
     if (n.is_bound_var()) env[n] = ConstVal(n.unbind().second);
-    else if (n.is_variable()) {
+    else if (n.is_variable() && !bound.contains(n)) {
       const std::string& nm = n.arg().param().name.value_or("");
       auto it = std::find_if(vals.begin(), vals.end(), [&](auto& kv) { return kv.first == nm; });
       if (it == vals.end()) throw Error("sym_infer: no value for Variable '" + nm + "' in " + x.render());

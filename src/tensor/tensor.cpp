@@ -114,7 +114,8 @@ namespace {
 std::string shapes_and_dtypes(std::span<const UOp> s) {
   std::string r;
   for (size_t i = 0; i < s.size(); i++)
-    r += (i ? ", " : "") + (s[i].shape_opt() ? tg::shape_str(*s[i].shape_opt()) : std::string("()")) + ":" + dt_name(s[i].dtype());
+    r += (i ? ", " : "") + (s[i].has_sym_shape() ? sym_shape_str(s[i].sym_shape()) : s[i].shape_opt() ? tg::shape_str(*s[i].shape_opt()) : std::string("()")) +
+         ":" + dt_name(s[i].dtype());
   return r;
 }
 }  // namespace
@@ -137,7 +138,10 @@ Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src, const 
   }
   try {
     if (op == Ops::CAST || op == Ops::BITCAST) return wrap(UOp::make(op, arg.dtype(), s, arg));
-    return wrap(UOp::make(op, s, arg));
+    UOp ret = UOp::make(op, s, arg);
+    if (GroupOp::Broadcastable.has(op) && std::any_of(s.begin(), s.end(), [](const UOp& u) { return u.has_sym_shape(); }))
+      (void)ret.sym_shape();  // symbolic dims are checked here
+    return wrap(ret);
   } catch (const Error& e) {
     std::string w = e.what();
     if (w.find(" (operands ") != std::string::npos) throw;
