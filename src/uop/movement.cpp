@@ -343,6 +343,14 @@ UOp UOp::reshape_sym(const SShape& shape_in) const {
   for (auto& d : shape_in) ns.push_back(sdim(d));
   if (auto is = int_shape(ns); is && !has_sym_shape()) return reshape(*is);
   const SShape& s = sym_shape();
+  if (auto n1 = std::count_if(ns.begin(), ns.end(), [](const UOp& d) { return is_int(d, -1); }); n1 > 1)
+    throw Error("RESHAPE: only one dimension can be inferred using -1, got " + sym_shape_str(ns) + " for shape " + sym_shape_str(s));
+  else if (n1 == 1) {  // the -1 is the element count over the product of the others
+    UOp all = const_(int64_t(1)), known = const_(int64_t(1));
+    for (auto& d : s) all = all * d;
+    for (auto& d : ns) if (!is_int(d, -1)) known = known * d;
+    for (auto& d : ns) if (is_int(d, -1)) d = sdim(all / known);
+  }
   for (auto& d : ns)
     if (surely_lt(d, const_(int64_t(0)))) throw Error("RESHAPE: shape can't contain negative numbers, cannot reshape " + sym_shape_str(s) + " to " + sym_shape_str(ns));
   if (ns == s) return *this;

@@ -85,6 +85,8 @@ TEST(Symbolic, ShapeOfSymbolicTensor) {
   expect_error([&] { (void)y.numel(); }, {"(3, i)"});
   EXPECT_EQ(y.reshape({3, v, 1}).sym_shape(), (tg::SymShape{3, v, 1}));
   EXPECT_EQ(y.reshape({v * 3}).sym_shape(), (tg::SymShape{v * 3}));
+  EXPECT_EQ(y.reshape({-1}).sym_shape(), (tg::SymShape{v * 3}));  // -1 inferred symbolically
+  EXPECT_EQ(y.reshape({v, -1}).sym_shape(), (tg::SymShape{v, 3}));
   EXPECT_EQ(y.transpose().sym_shape(), (tg::SymShape{v, 3}));
   EXPECT_EQ(y.sum(1).shape(), (tg::Shape{3}));  // reducing the symbolic axis gives an int shape back
   EXPECT_EQ(y.pad({{0, 0}, {0, 10 - v}}).shape(), (tg::Shape{3, 10}));
