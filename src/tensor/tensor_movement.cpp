@@ -116,6 +116,26 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int64_t dim_in) {
   if (tensors.empty()) throw Error("cat: needs at least one tensor");
   const Tensor& t0 = tensors[0];
   int64_t dim = resolve_dim(t0, dim_in, false, "cat"), n = t0.ndim();
+  if (std::any_of(tensors.begin(), tensors.end(), [](auto& t) { return uop_of(t).has_sym_shape(); })) {
+    // symbolic shapes: each piece padded to its place along dim, then added (no stack)
+    SymShape s0 = t0.sym_shape();
+    std::vector<sint> cum{0};
+    for (auto& t : tensors) {
+      SymShape s = t.sym_shape();
+      bool ok = int64_t(s.size()) == n;
+      for (int64_t i = 0; ok && i < n; i++) ok = i == dim || s[size_t(i)] == s0[size_t(i)];
+      if (!ok) throw Error("cat: shapes " + t0.shape_str() + " and " + t.shape_str() + " differ outside dim " + std::to_string(dim));
+      cum.push_back(cum.back() + s[size_t(dim)]);
+    }
+    Tensor ret;
+    for (size_t i = 0; i < tensors.size(); i++) {
+      SymPairs p(size_t(n), {0, 0});
+      p[size_t(dim)] = {cum[i], cum.back() - cum[i + 1]};
+      Tensor padded = tensors[i].pad(p);
+      ret = i == 0 ? padded : ret.dtype().is_bool() ? ret | padded : ret + padded;
+    }
+    return ret;
+  }
   for (auto& t : tensors) {
     bool ok = t.ndim() == n;
     for (int64_t i = 0; ok && i < n; i++) ok = i == dim || t.shape()[size_t(i)] == t0.shape()[size_t(i)];

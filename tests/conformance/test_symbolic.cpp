@@ -137,9 +137,20 @@ TEST(Symbolic, MovementOps) {
         {"expand_mul_sum", (c.t.expand({4, v}) * xs).sum(1), (c.a.expand({4, n}) * xa).sum(1)},
         {"shrink_start", x.t.shrink({{0, 4}, {v, 10}}).sum(1), x.a.narrow(1, n, 10 - n).sum(1)},
         {"transpose_sum", xs.transpose().sum(0), xa.transpose(0, 1).sum(0)},
+        {"cat_int", xs.cat(c.t, 1).sum(1), at::cat({xa, c.a}, 1).sum(1)},
     };
     expect_rows(rows, "n=" + std::to_string(n));
     EXPECT_TRUE(same(concrete((xs.exp() + 1).realize(), {4, n}), xa.exp() + 1)) << "n=" << n;
+  }
+}
+
+TEST(Symbolic, CatTwoVariables) {  // tinygrad's test_cat_dim1_two_vars: the result is i+j wide
+  Pair a = input({3, 10}, dtypes::float32), b = input({3, 10}, dtypes::float32, -3, 3, 2);
+  sint vi = tg::Variable("i", 1, 10), vj = tg::Variable("j", 1, 10);
+  for (auto [i, j] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {4, 2}, {3, 3}}) {
+    Tensor r = a.t.shrink({{0, 3}, {0, vi.bind(i)}}).cat(b.t.shrink({{0, 3}, {0, vj.bind(j)}}), 1);
+    EXPECT_EQ(r.sym_shape(), (tg::SymShape{3, vi.bind(i) + vj.bind(j)}));
+    EXPECT_TRUE(same(concrete(r.realize(), {3, i + j}), at::cat({a.a.narrow(1, 0, i), b.a.narrow(1, 0, j)}, 1))) << i << "," << j;
   }
 }
 
@@ -159,6 +170,8 @@ TEST(Symbolic, ReduceMatmulSoftmax) {
         {"sum", as.sum(1), aa.sum(1)},
         {"max", as.max(1), aa.amax(1)},
         {"min", as.min(1), aa.amin(1)},
+        {"mean", as.mean(1), aa.mean(1)},  // divides by the symbolic count
+        {"var", as.var(1), aa.var(1)},
         {"sum_keepdim_sub", (as - as.sum(1, true)).max(1), (aa - aa.sum(1, true)).amax(1)},
         {"matmul_inner", as.matmul(b.t.shrink({{0, v}, {0, 5}})), aa.matmul(b.a.narrow(0, 0, n))},
         {"attention", scores.matmul(vs), sa.matmul(va)},
