@@ -183,6 +183,20 @@ TEST(Symbolic, ReduceMatmulSoftmax) {
   }
 }
 
+TEST(Symbolic, AttentionGradient) {  // backward through symbolic shrink, matmul and softmax, vs torch autograd
+  Pair q = input({2, 8}, dtypes::float32, -1, 1, 3), k = input({10, 8}, dtypes::float32, -1, 1, 4), val = input({10, 8}, dtypes::float32, -1, 1, 5);
+  sint var = tg::Variable("i", 1, 10);
+  for (int64_t n : kVals) {
+    Tensor qt = to_tg(q.a), kt = to_tg(k.a), vt = to_tg(val.a);  // fresh leaves: no gradient accumulates across values
+    Tensor ks = kt.shrink({{0, var.bind(n)}, {0, 8}}), vs = vt.shrink({{0, var.bind(n)}, {0, 8}});
+    (qt.matmul(ks.transpose()).softmax(-1).matmul(vs) * 3).sum().backward();
+    at::Tensor qa = q.a.clone().requires_grad_(true), ka = k.a.clone().requires_grad_(true), va = val.a.clone().requires_grad_(true);
+    (at::softmax(qa.matmul(ka.narrow(0, 0, n).transpose(0, 1)), -1).matmul(va.narrow(0, 0, n)) * 3).sum().backward();
+    std::vector<Row> rows{{"dq", *qt.grad(), qa.grad()}, {"dk", *kt.grad(), ka.grad()}, {"dv", *vt.grad(), va.grad()}};
+    expect_rows(rows, "n=" + std::to_string(n));
+  }
+}
+
 TEST(Symbolic, RealizeErrors) {
   Tensor x = Tensor::ones({4, 10});
   // a Variable nobody bound has no value to launch with
