@@ -363,7 +363,8 @@ std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::stri
   auto as_shape = [&](const UOp& x, std::shared_ptr<const std::string>& e) {
     std::string msg;
     Shape s = tg::as_shape(x, msg);
-    if (!msg.empty()) sym = true;
+    // dims of Variables are symbolic shapes; codegen's offsets in RANGEs stay shapeless (the passes read them otherwise)
+    if (!msg.empty() && !x.get()->ops_below.has(RANGE) && !x.get()->ops_below.has(SPECIAL)) sym = true;
     if (!msg.empty() && !e) e = std::make_shared<const std::string>(std::move(msg));
     return s;
   };
