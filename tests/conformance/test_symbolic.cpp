@@ -197,6 +197,24 @@ TEST(Symbolic, AttentionGradient) {  // backward through symbolic shrink, matmul
   }
 }
 
+TEST(Symbolic, KvCacheWriteAtSymbolicOffset) {  // cache[pos:pos+1] = row, one kernel for every pos
+  Tensor cache = Tensor::zeros({8, 2}).contiguous().realize();
+  at::Tensor expect = at::zeros({8, 2});
+  sint var = tg::Variable("pos", 0, 7);
+  int64_t built_first = 0;
+  for (int64_t n : {0, 3, 5, 7}) {
+    sint v = var.bind(n);
+    Pair row = input({1, 2}, dtypes::float32, -3, 3, uint32_t(10 + n));
+    int64_t before = tg::engine_stats().programs_built;
+    cache.shrink({{v, v + 1}, {0, 2}}).assign(row.t).realize();
+    if (n == 0) built_first = tg::engine_stats().programs_built - before;
+    else EXPECT_EQ(tg::engine_stats().programs_built - before, 0) << "pos=" << n;
+    expect.narrow(0, n, 1).copy_(row.a);
+    EXPECT_TRUE(same(cache, expect)) << "pos=" << n;
+  }
+  EXPECT_GE(built_first, 1);
+}
+
 TEST(Symbolic, RealizeErrors) {
   Tensor x = Tensor::ones({4, 10});
   // a Variable nobody bound has no value to launch with
