@@ -23,6 +23,13 @@
 // - Reading tensor data (to_vector, item) inside the function while it is captured throws; so does calling a TinyJit
 //   while another one captures.
 // - JIT=0 (environment or tg::Context) runs the function on every call.
+// - Symbolic shapes: the function may also take bound Variables (tg::sint), passed after the tensors. The kernels are
+//   compiled for the Variables' ranges, so a replay runs them with the values bound now, with no capture per value:
+//     tg::sint v = tg::Variable("pos", 1, 64);
+//     tg::TinyJit step([&](const std::vector<tg::Tensor>& in, const std::vector<tg::sint>& vars) {
+//       return cache.shrink({{0, vars[0]}, {0, 8}}).sum(0) + in[0]; });
+//     for (int64_t n = 1; n < 64; n++) step({x}, {v.bind(n)});
+//   A replay takes the same Variables (by name) as the capture; a missing or unbound one is a tg::Error.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,13 +43,13 @@ namespace tg {
 // the untyped core: a function returning a list of tensors
 class TinyJitBase {
  public:
-  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const std::vector<sint>&)>;
   explicit TinyJitBase(Fn fn);
   ~TinyJitBase();
   TinyJitBase(TinyJitBase&&) noexcept;
   TinyJitBase& operator=(TinyJitBase&&) noexcept;
 
-  std::vector<Tensor> call(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, const std::vector<sint>& vars = {});
   int64_t calls() const;             // calls so far that returned (capture happens on the second)
   bool is_captured() const;          // later calls replay
   size_t captured_launches() const;  // kernels and copies one replay runs
@@ -58,23 +65,33 @@ template <class R = std::vector<Tensor>> class TinyJit : public TinyJitBase {
   static_assert(std::is_same_v<R, Tensor> || std::is_same_v<R, std::vector<Tensor>>, "a TinyJit function returns Tensor or std::vector<Tensor>");
 
  public:
-  template <class F> requires std::is_invocable_r_v<R, F&, const std::vector<Tensor>&>
+  template <class F> requires(std::is_invocable_r_v<R, F&, const std::vector<Tensor>&> ||
+                               std::is_invocable_r_v<R, F&, const std::vector<Tensor>&, const std::vector<sint>&>)
   explicit TinyJit(F fn) : TinyJitBase(adapt(std::move(fn))) {}
 
-  R operator()(const std::vector<Tensor>& inputs) {
-    if constexpr (std::is_same_v<R, Tensor>) return call(inputs).at(0);
-    else return call(inputs);
+  R operator()(const std::vector<Tensor>& inputs, const std::vector<sint>& vars = {}) {
+    if constexpr (std::is_same_v<R, Tensor>) return call(inputs, vars).at(0);
+    else return call(inputs, vars);
   }
   template <class... T> requires(sizeof...(T) > 0 && (std::is_same_v<std::remove_cvref_t<T>, Tensor> && ...))
   R operator()(const T&... inputs) { return (*this)(std::vector<Tensor>{inputs...}); }
 
  private:
   template <class F> static Fn adapt(F fn) {
-    if constexpr (std::is_same_v<R, Tensor>) return [fn = std::move(fn)](const std::vector<Tensor>& in) mutable { return std::vector<Tensor>{fn(in)}; };
-    else return [fn = std::move(fn)](const std::vector<Tensor>& in) mutable -> std::vector<Tensor> { return fn(in); };
+    return [fn = std::move(fn)](const std::vector<Tensor>& in, const std::vector<sint>& vars) mutable -> std::vector<Tensor> {
+      auto run = [&] {
+        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor>&, const std::vector<sint>&>) return fn(in, vars);
+        else return fn(in);
+      };
+      if constexpr (std::is_same_v<R, Tensor>) return std::vector<Tensor>{run()};
+      else return run();
+    };
   }
 };
 
-template <class F> TinyJit(F) -> TinyJit<std::remove_cvref_t<std::invoke_result_t<F&, const std::vector<Tensor>&>>>;
+template <class F> struct jit_result { using type = std::remove_cvref_t<std::invoke_result_t<F&, const std::vector<Tensor>&>>; };
+template <class F> requires std::is_invocable_v<F&, const std::vector<Tensor>&, const std::vector<sint>&>
+struct jit_result<F> { using type = std::remove_cvref_t<std::invoke_result_t<F&, const std::vector<Tensor>&, const std::vector<sint>&>>; };
+template <class F> TinyJit(F) -> TinyJit<typename jit_result<F>::type>;
 
 }  // namespace tg

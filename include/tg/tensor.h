@@ -23,6 +23,7 @@
 
 #include "tg/dtype.h"
 #include "tg/error.h"
+#include "tg/sint.h"
 
 namespace tg {
 
@@ -98,7 +99,8 @@ class Tensor {
   template <class T> requires std::is_arithmetic_v<T>
   Tensor(T v, std::optional<DType> dtype = std::nullopt, const std::string& device = "") : Tensor(scalar(to_const(v), dtype, device)) {}
 
-  static Tensor empty(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
+  // a symbolic dim allocates its largest value and shrinks the buffer to the symbolic shape (tinygrad's empty)
+  static Tensor empty(const SymShape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor zeros(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
   static Tensor ones(const Shape& shape, std::optional<DType> dtype = std::nullopt, const std::string& device = "");
@@ -156,10 +158,11 @@ class Tensor {
                            const std::string& device = "");
 
   // ** properties **
-  const Shape& shape() const;
+  const Shape& shape() const;  // tg::Error naming the dims where one is symbolic: read those with sym_shape()
+  SymShape sym_shape() const;  // tinygrad's shape: ints, or sints of bound Variables
   DType dtype() const;
   std::optional<std::string> device() const;  // nullopt for a device-free constant graph
-  int64_t ndim() const { return int64_t(shape().size()); }
+  int64_t ndim() const;
   int64_t numel() const;
   int64_t element_size() const;
   bool is_floating_point() const { return dtype().is_float(); }
@@ -318,13 +321,14 @@ class Tensor {
   Tensor logcumsumexp(int64_t axis = 0) const;
 
   // ** movement **
-  Tensor reshape(const Shape& shape) const;  // one -1 is inferred
-  Tensor expand(const Shape& shape) const;   // -1 keeps a dim
+  // movement ops take sints (ints or symbolic ones) where tinygrad does
+  Tensor reshape(const SymShape& shape) const;  // one -1 is inferred
+  Tensor expand(const SymShape& shape) const;   // -1 keeps a dim
   Tensor permute(const std::vector<int64_t>& order) const;
-  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, ConstVal value = 0.0) const;  // (before, after); negative crops
+  Tensor pad(const SymPairs& padding, ConstVal value = 0.0) const;  // (before, after); negative crops
   // mode "constant" (fill with value), "reflect" (mirror without the edge), "replicate" (repeat the edge) or "circular" (wrap)
-  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, const std::string& mode, ConstVal value = 0.0) const;
-  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& padding, const char* mode, ConstVal value = 0.0) const {
+  Tensor pad(const SymPairs& padding, const std::string& mode, ConstVal value = 0.0) const;
+  Tensor pad(const SymPairs& padding, const char* mode, ConstVal value = 0.0) const {
     return pad(padding, std::string(mode), value);
   }
   // torch's flat list: (last dim before, last dim after, second-to-last before, ...); dims not named are not padded.
@@ -334,7 +338,7 @@ class Tensor {
   }
   template <class V> requires std::is_same_v<V, std::vector<int64_t>>
   Tensor pad(const V& flat, const std::string& mode = "constant", ConstVal value = 0.0) const { return pad_flat(flat, mode, value); }
-  Tensor view(const Shape& shape) const { return reshape(shape); }
+  Tensor view(const SymShape& shape) const { return reshape(shape); }
   // einops' rearrange: "b c (h w) -> b (c h) w" with sizes {{"h", 2}} for axes a group splits; "..." and 1 (a unit
   // axis) as einops has them
   Tensor rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const;
@@ -350,7 +354,7 @@ class Tensor {
   Tensor unfold(int64_t dim, int64_t size, int64_t step) const;  // dim becomes (windows, size): windows of size every step
   // coordinate grids of 0-d or 1-D tensors: "ij" (matrix) or "xy" (Cartesian: the first two dims swapped)
   static std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
-  Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& start_end) const;
+  Tensor shrink(const SymPairs& start_end) const;
   Tensor flip(Axis axis) const;
   Tensor transpose(int64_t dim0 = 1, int64_t dim1 = 0) const;
   Tensor T() const { return transpose(); }

@@ -47,6 +47,7 @@ UOp make_buffer_view(const UOp& src) {
 }
 
 UOp contiguous_mops_to_view(AllocCtx& ctx, const UOp& c, const UOp& src) {
+  if (src.has_sym_shape() || c.has_sym_shape()) return {};  // a symbolic view is a kernel
   UOp buf = src.base();
   while (buf.op() == Ops::BITCAST) buf = buf.src(0).base();
   if (buf.op() != Ops::BUFFER) return {};
@@ -96,8 +97,8 @@ const PatternMatcher& add_tags() {
 
 UOp replace_contig_with_store_after(const UOp& u) {
   if (u.is_virtual()) return {};
-  for (auto s : u.shape())
-    if (s == 0) return u.src(0);
+  for (auto& s : u.sym_shape())
+    if (s.op() == Ops::CONST && s.val().i == 0) return u.src(0);
   if (disk_like(u)) return u.rtag(Arg());
   UOp buf = u.empty_like();
   return buf.after({buf.store(u.src(0))}).rtag(u.tag());
@@ -169,7 +170,9 @@ const PatternMatcher& finalize_call() {
         }
         for (auto t : tag_ints(x)) {
           const UOp& original = ctx.uop_list[size_t(t)];
-          ctx.buffer_map.push_back({original, replace_uop.shrink_to(original.shape())});
+          std::vector<std::pair<UOp, UOp>> se;
+          for (auto& d : original.sym_shape()) se.push_back({UOp::const_(int64_t(0)), d});
+          ctx.buffer_map.push_back({original, replace_uop.shrink_sym(se)});
         }
         return ret;
       },

@@ -40,6 +40,10 @@ UOp IndexingContext::new_range(int64_t s, AxisType axistype) {
   if (s == 1) return UOp::const_(int64_t(0));
   return UOp::range(s, range_idx++, axistype);
 }
+UOp IndexingContext::new_range(const UOp& s, AxisType axistype) {
+  if (s.op() == CONST) return new_range(s.val().i, axistype);
+  return UOp::range(s, range_idx++, axistype);
+}
 
 // ***** 1. what is realized *****
 
@@ -92,6 +96,18 @@ std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_sha
     if (src_shape[i] == 1 && out_shape[nleft + i] != 1) r.push_back(nleft + int64_t(i));
   return r;
 }
+std::vector<int64_t> broadcast_axes(const UOp& src, const UOp& out) {
+  if (!src.has_sym_shape() && !out.has_sym_shape()) return broadcast_axes(src.shape(), out.shape());
+  const SShape &ss = src.sym_shape(), &os = out.sym_shape();
+  int64_t nleft = int64_t(os.size()) - int64_t(ss.size());
+  if (nleft < 0) throw Error("cannot broadcast " + sym_shape_str(ss) + " into " + sym_shape_str(os));
+  auto is1 = [](const UOp& d) { return d.op() == CONST && d.val().i == 1; };
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < nleft; i++) r.push_back(i);
+  for (size_t i = 0; i < ss.size(); i++)
+    if (is1(ss[i]) && !is1(os[size_t(nleft) + i])) r.push_back(nleft + int64_t(i));
+  return r;
+}
 
 // ***** 3. the range assignment *****
 
@@ -109,9 +125,8 @@ std::vector<UOp> data_srcs(const UOp& x) {
 
 std::vector<UOp> broadcast_rngs(const UOp& x, const UOp& src, const std::vector<UOp>& rngs) {
   if (!GroupOp::Broadcastable.has(x.op())) return rngs;
-  const Shape &ss = src.shape(), &xs = x.shape();
-  auto baxes = broadcast_axes(ss, xs);
-  size_t nleft = xs.size() - ss.size();
+  auto baxes = broadcast_axes(src, x);
+  size_t nleft = x.sym_shape().size() - src.sym_shape().size();
   std::vector<UOp> r;
   for (size_t j = nleft; j < rngs.size(); j++) r.push_back(contains(baxes, int64_t(j)) ? UOp::const_(int64_t(0), rngs[j].dtype()) : rngs[j]);
   return r;
@@ -141,7 +156,7 @@ void assign_ranges(IndexingContext& rctx, const UOp& tsink) {
     for (auto& c : consumers) {
       auto it = rctx.range_map.find(c);
       if (it == rctx.range_map.end() || !GroupOp::Broadcastable.has(c.op())) continue;
-      for (auto i : broadcast_axes(x.shape(), c.shape())) ended.push_back(it->second.first[i]);
+      for (auto i : broadcast_axes(x, c)) ended.push_back(it->second.first[i]);
     }
     std::vector<UOp> broadcast_ending_ranges = UOp::sink(ended).ranges();
     // fusion decision: a REDUCE ends before the broadcast
@@ -155,11 +170,11 @@ void assign_ranges(IndexingContext& rctx, const UOp& tsink) {
     auto rit = rctx.realize_map.find(x);
     if (rit != rctx.realize_map.end()) {
       // realized: new ranges at the output, every axis closes here
-      for (auto s : x.shape()) out_rngs.push_back(rctx.new_range(s));
+      for (auto& s : x.sym_shape()) out_rngs.push_back(rctx.new_range(s));
       ending_ranges[x].clear();
       if (rit->second) internal_error("rangeify: " + std::string(op_name(x.op())) + " realized twice");
       std::vector<int64_t> all;
-      for (size_t i = 0; i < x.shape().size(); i++) all.push_back(int64_t(i));
+      for (size_t i = 0; i < x.sym_shape().size(); i++) all.push_back(int64_t(i));
       rit->second = all;
     } else if (consumer_rngs.empty()) {
       continue;
@@ -184,7 +199,7 @@ void assign_ranges(IndexingContext& rctx, const UOp& tsink) {
           UOp minimum_valid = UOp::const_(false).usum(valids);
           out_rngs.push_back(graph_rewrite(local[0].valid(minimum_valid), symbolic()));
         } else {
-          out_rngs.push_back(rctx.new_range(x.shape()[i]));
+          out_rngs.push_back(rctx.new_range(x.sym_shape()[i]));
           realize_axis.push_back(int64_t(i));
         }
       }
@@ -199,25 +214,26 @@ void assign_ranges(IndexingContext& rctx, const UOp& tsink) {
       ending_ranges[x].clear();
       if (!realize_axis.empty()) {
         rctx.realize_map[x] = realize_axis;
-        for (size_t i = 0; i < out_rngs.size(); i++) if (contains(realize_axis, int64_t(i))) out_rngs[i] = rctx.new_range(x.shape()[i]);
+        for (size_t i = 0; i < out_rngs.size(); i++) if (contains(realize_axis, int64_t(i))) out_rngs[i] = rctx.new_range(x.sym_shape()[i]);
       }
     }
     ending_ranges[x].insert(ending_ranges[x].end(), broadcast_ending_ranges.begin(), broadcast_ending_ranges.end());
 
     // the input ranges: movement ops move them, REDUCE adds its reduce ranges, everything else passes them through
     std::vector<UOp> rngs = out_rngs;
-    if (GroupOp::Movement.has(x.op())) rngs = apply_movement_op(x.op(), x.src(0).shape(), MovementArg::of(x), out_rngs);
+    if (GroupOp::Movement.has(x.op()))
+      rngs = is_symbolic_mop(x) ? apply_movement_op_sym(x, out_rngs) : apply_movement_op(x.op(), x.src(0).shape(), MovementArg::of(x), out_rngs);
     if (x.op() == STACK) rngs.assign(out_rngs.begin() + 1, out_rngs.end());
     // an EXPAND that does not inject a range ends the ranges it broadcasts (why convs are realized)
     if (x.op() == EXPAND) {
-      size_t n = std::min(x.marg().size(), out_rngs.size());
+      size_t n = std::min(as_sym_shape(x.src(1)).size(), out_rngs.size());
       auto e = UOp::sink(std::vector<UOp>(out_rngs.begin(), out_rngs.begin() + n)).ranges();
       ending_ranges[x].insert(ending_ranges[x].end(), e.begin(), e.end());
     }
     if (x.op() == REDUCE && x.arg().ints()[1]) {
       std::vector<UOp> r;
-      const Shape& ss = x.src(0).shape();
-      for (int64_t i = 0; i < x.arg().ints()[1]; i++) r.push_back(rctx.new_range(ss[i], AxisType::REDUCE));
+      const SShape& ss = x.src(0).sym_shape();
+      for (int64_t i = 0; i < x.arg().ints()[1]; i++) r.push_back(rctx.new_range(ss[size_t(i)], AxisType::REDUCE));
       r.insert(r.end(), out_rngs.begin(), out_rngs.end());
       rngs = r;
     }

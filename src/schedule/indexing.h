@@ -21,10 +21,12 @@ struct IndexingContext {
   std::unordered_map<UOp, std::pair<std::vector<UOp>, std::vector<UOp>>> range_map;
   int64_t range_idx = 0;
   UOp new_range(int64_t s, AxisType axistype = AxisType::WEAK);
+  UOp new_range(const UOp& s, AxisType axistype = AxisType::WEAK);  // a symbolic size: a RANGE to it
 };
 
 // axes of out_shape that src_shape is broadcast along (added on the left, or a 1 expanded)
 std::vector<int64_t> broadcast_axes(const Shape& src_shape, const Shape& out_shape);
+std::vector<int64_t> broadcast_axes(const UOp& src, const UOp& out);  // of the nodes' shapes, symbolic ones too
 
 UOp run_rangeify(const UOp& tsink);
 

@@ -48,6 +48,7 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
 }
 
 UOp split_reduceop(const UOp& reduce, const UOp& x) {
+  if (reduce.has_sym_shape() || x.has_sym_shape()) return UOp();  // symbolic sizes: no split
   int64_t rsize = prod(reduce.shape());
   if (rsize == 0) return UOp();
   const Shape& xs = x.shape();
@@ -174,7 +175,7 @@ const PatternMatcher& earliest_rewrites() {
       },
       // a STORE of a reshape into a reshape of the same shape is a plain STORE
       U(STORE, {}, {U(RESHAPE, {}, {V("dst")}, {}, {}, true), U(RESHAPE, {}, {V("src")}, {}, {}, true)}) >> [](M m) {
-        return m["dst"].shape() == m["src"].shape() ? m["dst"].store(m["src"]) : UOp();
+        return m["dst"].sym_shape() == m["src"].sym_shape() ? m["dst"].store(m["src"]) : UOp();
       },
       // ** store rules **
       U(STORE, {}, {V("target"), V("src")}) >> [](M m) { return fix_store_hazard(m["target"], m["src"]); },
@@ -190,7 +191,7 @@ const PatternMatcher& earliest_rewrites() {
       // ** size 0 **
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) {
         const UOp &reduce = m["reduce"], &x = m["x"];
-        if (!has(x.shape(), int64_t(0)) || has(reduce.shape(), int64_t(0))) return UOp();
+        if (!shape_or_none(x) || !has(x.shape(), int64_t(0)) || !shape_or_none(reduce) || has(reduce.shape(), int64_t(0))) return UOp();
         Ops op = Ops(reduce.arg().ints()[0]);
         DType dt = reduce.dtype();
         ConstVal v = op == ADD ? dt.const_(int64_t(0)) : op == MUL ? dt.const_(int64_t(1)) : dt.const_(dt.min());

@@ -193,14 +193,20 @@ UOp resolve_linear_call(const UOp& linear_call) {
   };
   PatternMatcher pm{UPat::ops(OpSet{Ops::PARAM, Ops::BUFFER}, "x") >> [&](M m) { return params_to_buffers(m["x"]); }};
   UOp linear = graph_rewrite(linear_call.src(0), pm, RewriteOpts{.walk = true});
-  std::unordered_map<UOp, UOp> binds;
+  // the kernels name a bound Variable by its call slot ("p1"; the PARAM's slot itself is dropped in the kernel): give it
+  // its own name back, which the launch looks its value up by
+  std::unordered_map<std::string, UOp> binds;
   for (size_t i = 0; i < args.size(); i++)
-    if (args[i].is_bound_var()) binds[args[i].src(0).param_like(int64_t(i))] = args[i].src(0).replace({.op = Ops::PARAM});
+    if (args[i].is_bound_var()) binds["p" + std::to_string(i)] = args[i].src(0).replace({.op = Ops::PARAM});
   if (binds.empty()) return linear;
   std::vector<UOp> out;
   for (auto& si : linear.src()) {
+    std::unordered_map<UOp, UOp> subs;
+    for (auto& x : si.toposort())
+      if (x.op() == Ops::PARAM && x.addrspace() == AddrSpace::ALU && x.arg().param().name)
+        if (auto it = binds.find(*x.arg().param().name); it != binds.end()) subs[x] = it->second;
     std::vector<UOp> s;
-    for (auto& x : si.src()) s.push_back(x.substitute(binds));
+    for (auto& x : si.src()) s.push_back(subs.empty() ? x : x.substitute(subs));
     out.push_back(si.replace({.src = s}));
   }
   return linear.replace({.src = out});

@@ -7,6 +7,7 @@
 
 #include "engine/realize.h"
 #include "runtime/buffer.h"
+#include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
 #include "uop/movement.h"
@@ -35,9 +36,12 @@ Tensor full_const(const Shape& shape, ConstVal v, DType dt) {
 
 // ***** 1. creation *****
 
-Tensor Tensor::empty(const Shape& shape, std::optional<DType> dtype, const std::string& device) {
-  check_shape("empty", shape);
-  return wrap(UOp::empty(shape, dtype.value_or(dtypes::default_float), device));
+Tensor Tensor::empty(const SymShape& sshape, std::optional<DType> dtype, const std::string& device) {
+  if (auto shape = sshape.ints()) {
+    check_shape("empty", *shape);
+    return wrap(UOp::empty(*shape, dtype.value_or(dtypes::default_float), device));
+  }
+  return wrap(UOp::empty_sym(to_sshape(sshape), dtype.value_or(dtypes::default_float), canonicalize_device(device)));
 }
 
 Tensor Tensor::full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype, const std::string& device) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "uop/movement.h"
 
@@ -198,25 +199,28 @@ Tensor Tensor::any(Axis axis, bool keepdim) const { return bool_().max(axis, kee
 Tensor Tensor::all(Axis axis, bool keepdim) const { return bool_().prod(axis, keepdim); }
 namespace {
 // the number of elements a reduce over `axis` combines: the product of the reduced dims that are not 1
-int64_t reduced_count(const Tensor& t, const Axis& axis, const char* op) {
-  int64_t n = 1;
+sint reduced_count(const Tensor& t, const Axis& axis, const char* op) {
+  sint n = 1;
   if (t.ndim() == 0) return n;
   std::vector<bool> red(size_t(t.ndim()), !axis.axes);
   if (axis.axes) for (auto a : *axis.axes) red[size_t(resolve_dim(t, a, false, op))] = true;
-  for (int64_t i = 0; i < t.ndim(); i++) if (red[size_t(i)] && t.shape()[size_t(i)] != 1) n *= t.shape()[size_t(i)];
+  SymShape s = t.sym_shape();
+  for (int64_t i = 0; i < t.ndim(); i++) if (red[size_t(i)] && s[size_t(i)] != sint(1)) n = n * s[size_t(i)];
   return n;
 }
+// a count as a tensor value: an int literal, or the symbolic expression (its Variables become kernel arguments)
+Tensor count_tensor(const sint& n) { return n.is_int() ? Tensor(n.as_int()) : wrap(to_uop(n)); }
 }  // namespace
 Tensor Tensor::mean(Axis axis, bool keepdim) const {
   DType out = dtype().is_float() ? dtype() : dtypes::float32;
   Tensor numerator = cast(sum_acc_dtype(dtype())).sum(axis, keepdim);
-  return numerator.div(reduced_count(*this, axis, "mean")).cast(out);
+  return numerator.div(count_tensor(reduced_count(*this, axis, "mean"))).cast(out);
 }
 Tensor Tensor::var(Axis axis, bool keepdim, int64_t correction) const {
   DType out = dtype().is_float() ? dtype() : dtypes::float32;
   Tensor squares = (*this - mean(axis, true)).square();
   Tensor numerator = squares.cast(sum_acc_dtype(dtype())).sum(axis, keepdim);
-  return numerator.div(std::max<int64_t>(reduced_count(*this, axis, "var") - correction, 0)).cast(out);
+  return numerator.div(count_tensor(smax(reduced_count(*this, axis, "var") - correction, 0))).cast(out);
 }
 Tensor Tensor::std(Axis axis, bool keepdim, int64_t correction) const { return var(axis, keepdim, correction).sqrt(); }
 std::pair<Tensor, Tensor> Tensor::var_mean(Axis axis, bool keepdim, int64_t correction) const {
@@ -275,11 +279,11 @@ Tensor Tensor::dot(const Tensor& w_in, std::optional<DType> dt) const {
   int64_t dx = ndim(), dw = w_in.ndim();
   if (dx == 0 || dw == 0) throw Error("dot: both tensors need to be at least 1D, got " + shape_str() + " and " + w_in.shape_str());
   int64_t axis_w = -std::min<int64_t>(dw, 2);
-  const Shape &xs = shape(), &ws = w_in.shape();
+  const SymShape xs = sym_shape(), ws = w_in.sym_shape();
   if (xs.back() != ws[size_t(dw + axis_w)])
     throw Error("dot: cannot dot " + shape_str() + ":" + dt_name(dtype()) + " and " + w_in.shape_str() + ":" + dt_name(w_in.dtype()));
   int64_t ones = std::min({dx - 1, dw - 1, int64_t(1)});
-  Shape xr(xs.begin(), xs.end() - 1), wr(ws.begin(), ws.end() - std::min<int64_t>(dw, 2));
+  SymShape xr(xs.begin(), xs.end() - 1), wr(ws.begin(), ws.end() - std::min<int64_t>(dw, 2));
   xr.insert(xr.end(), size_t(ones), 1);
   xr.push_back(xs.back());
   wr.insert(wr.end(), size_t(ones), 1);

@@ -40,7 +40,7 @@ UOp reduce_gradient(const UOp& ctx, const UOp& ret) {
   auto op = Ops(ret.arg().ints()[0]);
   std::vector<int64_t> axes = iota(ret.arg().ints()[1]);
   const UOp& x = ret.src(0);
-  if (op == Ops::ADD) return tuple({ctx.expand(x.shape())});
+  if (op == Ops::ADD) return tuple({x.has_sym_shape() ? ctx.expand_sym(x.sym_shape()) : ctx.expand(x.shape())});
   if (op == Ops::MAX) {
     // the gradient is split equally between ties
     UOp mask = x.eq(ret).cast(ctx.dtype());
@@ -87,9 +87,18 @@ const PatternMatcher& pm_gradient() {
       UPat(Ops::REDUCE) >> [](M m) { return reduce_gradient(G(m), m.root()); },
       UPat(Ops::CONTIGUOUS) >> [](M m) { return tuple({G(m)}); },
       UPat(Ops::CONTIGUOUS_BACKWARD) >> [](M m) { return tuple({G(m).contiguous()}); },
-      UPat(Ops::RESHAPE) >> [](M m) { return tuple({G(m).reshape(m.root().src(0).shape()), UOp()}); },
+      UPat(Ops::RESHAPE) >> [](M m) {
+        const UOp& src = m.root().src(0);
+        return tuple({src.has_sym_shape() || G(m).has_sym_shape() ? G(m).reshape_sym(src.sym_shape()) : G(m).reshape(src.shape()), UOp()});
+      },
       UPat(Ops::EXPAND) >> [](M m) { return tuple({G(m), UOp()}); },
       UPat(Ops::PAD) >> [](M m) {
+        if (is_symbolic_mop(m.root())) {  // the same shrink with sint bounds
+          SShape lo = as_sym_shape(m.root().src(1)), s = m.root().src(0).sym_shape();
+          std::vector<std::pair<UOp, UOp>> arg;
+          for (size_t i = 0; i < s.size(); i++) arg.push_back({lo[i], s[i] + lo[i]});
+          return tuple({G(m).shrink_sym(arg), UOp(), UOp()});
+        }
         std::vector<std::pair<int64_t, int64_t>> arg;
         auto mp = m.root().marg_pairs();
         const Shape& s = m.root().src(0).shape();
@@ -97,6 +106,12 @@ const PatternMatcher& pm_gradient() {
         return tuple({G(m).shrink(arg), UOp(), UOp()});
       },
       UPat(Ops::SHRINK) >> [](M m) {
+        if (is_symbolic_mop(m.root())) {
+          SShape lo = as_sym_shape(m.root().src(1)), sz = as_sym_shape(m.root().src(2)), s = m.root().src(0).sym_shape();
+          std::vector<std::pair<UOp, UOp>> arg;
+          for (size_t i = 0; i < s.size(); i++) arg.push_back({lo[i], s[i] - lo[i] - sz[i]});
+          return tuple({G(m).pad_sym(arg), UOp(), UOp()});
+        }
         std::vector<std::pair<int64_t, int64_t>> arg;
         auto mp = m.root().marg_pairs();
         const Shape& s = m.root().src(0).shape();
@@ -143,6 +158,14 @@ std::vector<int64_t> broadcast_axes(const Shape& src, const Shape& out) {
   size_t nleft = out.size() - src.size();
   std::vector<int64_t> r = iota(int64_t(nleft));
   for (size_t i = 0; i < src.size(); i++) if (src[i] == 1 && out[nleft + i] != 1) r.push_back(int64_t(nleft + i));
+  return r;
+}
+std::vector<int64_t> broadcast_axes(const SShape& src, const SShape& out) {  // the same with sint dims
+  if (out.size() < src.size()) throw Error("gradient: cannot broadcast " + sym_shape_str(src) + " into " + sym_shape_str(out));
+  auto is1 = [](const UOp& d) { return d.op() == Ops::CONST && d.val().i == 1; };
+  size_t nleft = out.size() - src.size();
+  std::vector<int64_t> r = iota(int64_t(nleft));
+  for (size_t i = 0; i < src.size(); i++) if (is1(src[i]) && !is1(out[nleft + i])) r.push_back(int64_t(nleft + i));
   return r;
 }
 
@@ -243,7 +266,10 @@ std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_g
       UOp v = lgrads.src(i);
       if (v.op() == Ops::NOOP) continue;
       // the gradient of a broadcast operand is summed back to its shape
-      if (k.shape_opt() && v.shape_opt() && *k.shape_opt() != *v.shape_opt())
+      if (k.has_sym_shape() || v.has_sym_shape()) {
+        if (k.sym_shape() != v.sym_shape())
+          v = v.cast(sum_acc_dtype(v.dtype())).rop(Ops::ADD, broadcast_axes(k.sym_shape(), v.sym_shape())).reshape_sym(k.sym_shape()).cast(v.dtype());
+      } else if (k.shape_opt() && v.shape_opt() && *k.shape_opt() != *v.shape_opt())
         v = v.cast(sum_acc_dtype(v.dtype())).rop(Ops::ADD, broadcast_axes(k.shape(), v.shape())).reshape(k.shape()).cast(v.dtype());
       auto [ki, fresh] = grads.try_emplace(k, v);
       if (!fresh) ki->second = ki->second.op() == Ops::NOOP ? v : ki->second + v;
@@ -255,9 +281,9 @@ std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_g
 // ***** 3. the Tensor API *****
 
 std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, std::optional<Tensor> gradient) const {
-  if (!gradient && !shape().empty())
+  if (!gradient && ndim() != 0)
     throw Error("gradient: when no gradient is provided, backward must be called on a scalar tensor, got shape " + shape_str());
-  if (gradient && gradient->shape() != shape())
+  if (gradient && gradient->sym_shape() != sym_shape())
     throw Error("gradient: the gradient's shape " + gradient->shape_str() + " does not match the tensor's shape " + shape_str());
   auto dt = [](const Tensor& t) { return std::string(t.dtype().name()); };
   if (!is_floating_point()) throw Error("gradient: only float Tensors have gradient, the output is " + dt(*this));
@@ -293,8 +319,8 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
   for (size_t i = 0; i < need.size(); i++) {
     TensorImpl* t = need[i];
     Tensor g = gs[i];
-    if (g.shape() != t->uop.shape())
-      throw Error("backward: grad shape must match tensor shape, " + g.shape_str() + " != " + tg::shape_str(t->uop.shape()));
+    if (uop_of(g).sym_shape() != t->uop.sym_shape())
+      throw Error("backward: grad shape must match tensor shape, " + g.shape_str() + " != " + wrap(t->uop).shape_str());
     if (!g.device()) g = g.clone(*t->uop.device());
     if (!t->grad) t->grad = TensorAccess::impl(g);
     else {

@@ -132,6 +132,7 @@ struct Launch {
   std::string name;
   std::vector<void*> ptrs;
   std::vector<int64_t> vals;
+  std::vector<std::string> var_names;  // vals[i] is the value of Variable var_names[i] ("" for a fixed one)
   LaunchDims dims;
   Device *dst_dev = nullptr, *src_dev = nullptr;
   std::vector<uint8_t> bounce;  // a copy's host staging, sized once
@@ -158,11 +159,28 @@ struct TinyJitBase::Impl {
   // ret[j] is (a view of) inputs: the captured input BUFFERs it reads, by input; a replay rebuilds it on this call's
   std::vector<std::vector<std::pair<size_t, UOp>>> ret_inputs;
 
-  std::vector<Tensor> capture(const std::vector<Tensor>& inputs, const Inputs& in);
-  std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Inputs& in);
+  std::vector<std::string> var_names;  // the Variables the capture call was given
+  std::vector<Tensor> capture(const std::vector<Tensor>& inputs, const Inputs& in, const std::vector<sint>& vars);
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Inputs& in, const std::vector<sint>& vars);
 };
 
-std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs, const Inputs& in) {
+namespace {
+// name -> value of the bound Variables a call passes
+std::unordered_map<std::string, int64_t> var_values(const std::vector<sint>& vars) {
+  std::unordered_map<std::string, int64_t> r;
+  for (auto& v : vars) {
+    if (!v.is_bound()) throw Error("TinyJit: " + v.render() + " is not a bound Variable; pass Variable(...).bind(value)");
+    auto [var, val] = v.unbind();
+    if (auto it = r.find(var.name()); it != r.end() && it->second != val)
+      throw Error("TinyJit: Variable '" + var.name() + "' is passed bound to " + std::to_string(it->second) + " and " + std::to_string(val));
+    r[var.name()] = val;
+  }
+  return r;
+}
+}  // namespace
+
+std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs, const Inputs& in, const std::vector<sint>& vars) {
+  auto vv = var_values(vars);
   // a contiguous input that is part of a bigger buffer is captured from a copy of its own, so the kernels read it from
   // the start of a buffer and a replay can pass any range
   std::vector<Tensor> fn_in = inputs;
@@ -187,7 +205,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
       ~Stop() { set_launch_recorder(nullptr); }
     } stop;
     set_launch_recorder(&rec);
-    out = fn(fn_in);
+    out = fn(fn_in, vars);
     Tensor::realize(out);
   }
   if (rec.empty()) throw Error("TinyJit: the function launched no kernels while captured, there is nothing to replay");
@@ -195,7 +213,14 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   for (size_t i = 0; i < bufs.size(); i++) input_of[bufs[i]] = i;
   std::unordered_set<const Buffer*> seen;
   for (RecordedLaunch& r : rec) {
-    Launch l{r.prg, r.name, {}, std::move(r.vals), r.dims};
+    Launch l{r.prg, r.name, {}, std::move(r.vals), {}, r.dims};
+    if (r.spec)  // which of the values are the call's Variables: those a replay sets
+      for (const KernelParam& p : r.spec->kernel.params)
+        if (!p.is_buffer() && p.var_name != "core_id") {
+          std::string nm = p.var_name.value_or("");
+          l.var_names.push_back(vv.contains(nm) ? nm : "");
+        }
+    if (l.var_names.size() != l.vals.size()) l.var_names.assign(l.vals.size(), "");
     for (size_t k = 0; k < r.bufs.size(); k++) {
       const std::shared_ptr<Buffer>& b = r.bufs[k];
       const Buffer* root = b->is_view() ? b->base().get() : b.get();
@@ -215,6 +240,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
     }
     launches.push_back(std::move(l));
   }
+  for (auto& [k, v] : vv) var_names.push_back(k);
   expected = in.info;
   for (InputInfo& e : expected) expected_views.push_back(links_of(e.view)), e.view.clear();
   scratch.assign(in.bufs.size(), nullptr);
@@ -231,8 +257,14 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   return out;
 }
 
-std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs, const Inputs& in) {
+std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs, const Inputs& in, const std::vector<sint>& vars) {
   check_inputs(expected, expected_views, in.info);
+  auto vv = var_values(vars);
+  for (auto& nm : var_names)
+    if (!vv.contains(nm)) throw Error("TinyJit: the captured function takes Variable '" + nm + "', which this call does not pass");
+  for (Launch& l : launches)
+    for (size_t j = 0; j < l.var_names.size(); j++)
+      if (!l.var_names[j].empty()) l.vals[j] = vv.at(l.var_names[j]);
   std::vector<char*> ptrs(in.bufs.size());
   for (size_t i = 0; i < in.bufs.size(); i++) {
     Buffer* b = in.bufs[i];
@@ -280,19 +312,19 @@ TinyJitBase::~TinyJitBase() = default;
 TinyJitBase::TinyJitBase(TinyJitBase&&) noexcept = default;
 TinyJitBase& TinyJitBase::operator=(TinyJitBase&&) noexcept = default;
 
-std::vector<Tensor> TinyJitBase::call(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> TinyJitBase::call(const std::vector<Tensor>& inputs, const std::vector<sint>& vars) {
   if (!impl_) throw Error("TinyJit: called after being moved from");
   Impl& s = *impl_;
   if (launch_recorder()) throw Error("TinyJit: calling a TinyJit while another TinyJit captures is not supported");
   Inputs in = prepare_inputs(inputs);
   std::vector<Tensor> out;
   if (settings().JIT == 0 || s.cnt == 0) {
-    out = s.fn(inputs);
+    out = s.fn(inputs, vars);
     Tensor::realize(out);
   } else if (!s.captured) {
-    out = s.capture(inputs, in);
+    out = s.capture(inputs, in, vars);
   } else {
-    out = s.replay(inputs, in);
+    out = s.replay(inputs, in, vars);
   }
   s.cnt++;
   return out;

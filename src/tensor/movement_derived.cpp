@@ -193,10 +193,13 @@ Tensor pad_reflect_replicate(const Tensor& self, const Pairs& pX, bool reflect) 
 }
 }  // namespace
 
-Tensor Tensor::pad(const Pairs& padding, const std::string& mode, ConstVal value) const {
-  if (int64_t(padding.size()) != ndim())
-    throw Error("pad: got " + std::to_string(padding.size()) + " (before, after) pairs for shape " + shape_str());
-  if (mode == "constant") return pad_constant(*this, padding, value);
+Tensor Tensor::pad(const SymPairs& padding_in, const std::string& mode, ConstVal value) const {
+  if (int64_t(padding_in.size()) != ndim())
+    throw Error("pad: got " + std::to_string(padding_in.size()) + " (before, after) pairs for shape " + shape_str());
+  if (mode == "constant") return pad(padding_in, value);
+  auto is = padding_in.ints();
+  if (!is || uop_of(*this).has_sym_shape()) throw Error("pad: mode \"" + mode + "\" takes int pads on an int shape, got shape " + shape_str());
+  const Pairs& padding = *is;
   if (mode == "circular") return pad_circular(*this, padding);
   if (mode == "reflect" || mode == "replicate") return pad_reflect_replicate(*this, padding, mode == "reflect");
   throw Error("pad: mode \"" + mode + "\" is not one of constant, reflect, replicate, circular");

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "engine/realize.h"
+#include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
 #include "uop/movement.h"
@@ -84,6 +85,11 @@ Tensor::Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {
 Tensor Tensor::scalar(ConstVal v, std::optional<DType> dtype, const std::string&) { return wrap(UOp::const_(v, dtype)); }
 
 const Shape& Tensor::shape() const { return uop_of(*this).shape(); }
+SymShape Tensor::sym_shape() const { return to_symshape(uop_of(*this).sym_shape()); }
+int64_t Tensor::ndim() const {
+  const UOp& u = uop_of(*this);
+  return int64_t(u.has_sym_shape() ? u.sym_shape().size() : u.shape().size());
+}
 DType Tensor::dtype() const { return uop_of(*this).dtype(); }
 std::optional<std::string> Tensor::device() const { return uop_of(*this).device(); }
 int64_t Tensor::numel() const {
@@ -93,7 +99,10 @@ int64_t Tensor::numel() const {
 }
 int64_t Tensor::element_size() const { return uop_of(*this).element_size(); }
 std::string Tensor::graph() const { return uop_of(*this).str(); }
-std::string Tensor::shape_str() const { return tg::shape_str(shape()); }
+std::string Tensor::shape_str() const {
+  const UOp& u = uop_of(*this);
+  return u.has_sym_shape() ? sym_shape_str(u.sym_shape()) : tg::shape_str(shape());
+}
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   return os << "<Tensor " << t.device().value_or("None") << " " << t.shape_str() << " " << t.dtype().name() << ">";
@@ -105,7 +114,8 @@ namespace {
 std::string shapes_and_dtypes(std::span<const UOp> s) {
   std::string r;
   for (size_t i = 0; i < s.size(); i++)
-    r += (i ? ", " : "") + (s[i].shape_opt() ? tg::shape_str(*s[i].shape_opt()) : std::string("()")) + ":" + dt_name(s[i].dtype());
+    r += (i ? ", " : "") + (s[i].has_sym_shape() ? sym_shape_str(s[i].sym_shape()) : s[i].shape_opt() ? tg::shape_str(*s[i].shape_opt()) : std::string("()")) +
+         ":" + dt_name(s[i].dtype());
   return r;
 }
 }  // namespace
@@ -114,7 +124,7 @@ Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src, const 
   std::vector<UOp> s{uop_of(self)};
   for (auto& t : src) s.push_back(uop_of(t));
   // broadcasting is implicit in the ALU node; check it here so the error names the operands
-  if (GroupOp::Broadcastable.has(op)) {
+  if (GroupOp::Broadcastable.has(op) && std::none_of(s.begin(), s.end(), [](const UOp& u) { return u.has_sym_shape(); })) {
     size_t nd = 0;
     for (auto& u : s) nd = std::max(nd, u.shape().size());
     Shape out(nd, 1);
@@ -128,7 +138,10 @@ Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src, const 
   }
   try {
     if (op == Ops::CAST || op == Ops::BITCAST) return wrap(UOp::make(op, arg.dtype(), s, arg));
-    return wrap(UOp::make(op, s, arg));
+    UOp ret = UOp::make(op, s, arg);
+    if (GroupOp::Broadcastable.has(op) && std::any_of(s.begin(), s.end(), [](const UOp& u) { return u.has_sym_shape(); }))
+      (void)ret.sym_shape();  // symbolic dims are checked here
+    return wrap(ret);
   } catch (const Error& e) {
     std::string w = e.what();
     if (w.find(" (operands ") != std::string::npos) throw;
@@ -138,6 +151,7 @@ Tensor alu(const Tensor& self, Ops op, std::initializer_list<Tensor> src, const 
 
 Tensor const_like(const Tensor& self, ConstVal v, std::optional<DType> dtype) {
   UOp ret = UOp::const_(v, dtype ? *dtype : self.dtype());
+  if (uop_of(self).has_sym_shape()) return wrap(ret).reshape(SymShape(size_t(self.ndim()), sint(1))).expand(self.sym_shape());
   const Shape& s = self.shape();
   return wrap(!s.empty() && ret.shape() != s ? ret.mop(Ops::EXPAND, s) : ret);
 }
@@ -184,8 +198,8 @@ Tensor reduce_(const Tensor& self_in, Ops op, const Axis& axis, bool keepdim) {
   if (self.ndim() == 0) axes.clear();
   Tensor ret = wrap(uop_of(self).rop(op, axes));
   if (!keepdim) return ret;
-  Shape ks = self.shape();
-  for (auto a : axes) ks[a] = 1;
+  SymShape ks = self.sym_shape();
+  for (auto a : axes) ks[size_t(a)] = 1;
   return ret.reshape(ks);
 }
 

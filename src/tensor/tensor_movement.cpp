@@ -2,6 +2,7 @@
 // cat/stack/repeat, pooling and cumulative ops (tinygrad's mixin/movement.py and op.py). Indexing is getitem.cpp.
 #include <algorithm>
 
+#include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "uop/movement.h"
 #include "util/env.h"
@@ -17,10 +18,26 @@ Tensor W(const UOp& u) { return wrap(u); }
 
 // ***** 1. the MovementMixin front ends *****
 
-Tensor Tensor::reshape(const Shape& s) const { UOp u = uop_of(*this).reshape(s); return u == uop_of(*this) ? *this : W(u); }
-Tensor Tensor::expand(const Shape& s) const { UOp u = uop_of(*this).expand(s); return u == uop_of(*this) ? *this : W(u); }
+// sint arguments, or a symbolic self, take the UOp's _sym front ends; ints on an int shape the int ones
+Tensor Tensor::reshape(const SymShape& s) const {
+  const UOp& x = uop_of(*this);
+  auto is = s.ints();
+  UOp u = is && !x.has_sym_shape() ? x.reshape(*is) : x.reshape_sym(to_sshape(s));
+  return u == x ? *this : W(u);
+}
+Tensor Tensor::expand(const SymShape& s) const {
+  const UOp& x = uop_of(*this);
+  auto is = s.ints();
+  UOp u = is && !x.has_sym_shape() ? x.expand(*is) : x.expand_sym(to_sshape(s));
+  return u == x ? *this : W(u);
+}
 Tensor Tensor::permute(const std::vector<int64_t>& o) const { UOp u = uop_of(*this).permute(o); return u == uop_of(*this) ? *this : W(u); }
-Tensor Tensor::shrink(const Pairs& a) const { UOp u = uop_of(*this).shrink(a); return u == uop_of(*this) ? *this : W(u); }
+Tensor Tensor::shrink(const SymPairs& a) const {
+  const UOp& x = uop_of(*this);
+  auto is = a.ints();
+  UOp u = is && !x.has_sym_shape() ? x.shrink(*is) : x.shrink_sym(to_upairs(a));
+  return u == x ? *this : W(u);
+}
 Tensor Tensor::flip(Axis axis) const {
   UOp u = uop_of(*this).flip(axis.axes.value_or(std::vector<int64_t>{}));
   return u == uop_of(*this) ? *this : W(u);
@@ -58,10 +75,22 @@ Tensor pad_constant(const Tensor& self, const Pairs& pX, ConstVal value) {
   return mpad(tg::const_like(X, ConstVal(true), dtypes::bool_)).where(base, lit(value));
 }
 
-Tensor Tensor::pad(const Pairs& padding, ConstVal value) const {
+// symbolic pads (or a symbolic self): no cropping, the fill masks the padded region as above
+Tensor pad_constant_sym(const Tensor& self, const SymPairs& pads, ConstVal value) {
+  for (auto& [b, a] : pads)
+    if (b.vmax() < 0 || a.vmax() < 0) throw Error("PAD: a negative symbolic pad (" + b.render() + ", " + a.render() + ") for shape " + self.shape_str());
+  auto up = to_upairs(pads);
+  auto mpad = [&](const Tensor& t) { UOp u = uop_of(t).pad_sym(up); return u == uop_of(t) ? t : W(u); };
+  Tensor base = mpad(self);
+  if (value == ConstVal(0)) return base;
+  return mpad(const_like(self, ConstVal(true), dtypes::bool_)).where(base, lit(value));
+}
+
+Tensor Tensor::pad(const SymPairs& padding, ConstVal value) const {
   if (int64_t(padding.size()) != ndim())
     throw Error("PAD: got " + std::to_string(padding.size()) + " (before, after) pairs for shape " + shape_str());
-  return pad_constant(*this, padding, value);
+  auto is = padding.ints();
+  return is && !uop_of(*this).has_sym_shape() ? pad_constant(*this, *is, value) : pad_constant_sym(*this, padding, value);
 }
 
 // ***** 3. cat, stack, repeat *****
@@ -87,6 +116,26 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int64_t dim_in) {
   if (tensors.empty()) throw Error("cat: needs at least one tensor");
   const Tensor& t0 = tensors[0];
   int64_t dim = resolve_dim(t0, dim_in, false, "cat"), n = t0.ndim();
+  if (std::any_of(tensors.begin(), tensors.end(), [](auto& t) { return uop_of(t).has_sym_shape(); })) {
+    // symbolic shapes: each piece padded to its place along dim, then added (no stack)
+    SymShape s0 = t0.sym_shape();
+    std::vector<sint> cum{0};
+    for (auto& t : tensors) {
+      SymShape s = t.sym_shape();
+      bool ok = int64_t(s.size()) == n;
+      for (int64_t i = 0; ok && i < n; i++) ok = i == dim || s[size_t(i)] == s0[size_t(i)];
+      if (!ok) throw Error("cat: shapes " + t0.shape_str() + " and " + t.shape_str() + " differ outside dim " + std::to_string(dim));
+      cum.push_back(cum.back() + s[size_t(dim)]);
+    }
+    Tensor ret;
+    for (size_t i = 0; i < tensors.size(); i++) {
+      SymPairs p(size_t(n), {0, 0});
+      p[size_t(dim)] = {cum[i], cum.back() - cum[i + 1]};
+      Tensor padded = tensors[i].pad(p);
+      ret = i == 0 ? padded : ret.dtype().is_bool() ? ret | padded : ret + padded;
+    }
+    return ret;
+  }
   for (auto& t : tensors) {
     bool ok = t.ndim() == n;
     for (int64_t i = 0; ok && i < n; i++) ok = i == dim || t.shape()[size_t(i)] == t0.shape()[size_t(i)];

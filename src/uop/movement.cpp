@@ -73,6 +73,11 @@ std::vector<UOp> simplify_shape_args(std::vector<UOp> usrcs) {
   return {s.src().begin(), s.src().end()};
 }
 
+// throws where the node's shape is invalid (a symbolic shape is valid)
+void validate_shape(const UOp& u) {
+  if (!u.shape_if_valid() && !u.has_sym_shape()) (void)u.shape();
+}
+
 // Python's dim resolution: -ndim <= d < ndim (a 0-d shape accepts -1 and 0)
 int64_t resolve_dim(const char* op, int64_t d, const Shape& shape, bool extra = false) {
   int64_t total = int64_t(shape.size()) + (extra ? 1 : 0), hi = std::max<int64_t>(1, total);
@@ -92,7 +97,7 @@ UOp UOp::mop(Ops op, const std::vector<int64_t>& arg) const {
       std::vector<UOp> src{*this};
       for (auto& a : simplify_shape_args({shape_to_shape_arg(arg)})) src.push_back(a);
       UOp ret = make(op, dtype(), src);
-      (void)ret.shape();  // validate now: bad shapes are refused at construction
+      validate_shape(ret);  // bad shapes are refused at construction
       return ret;
     }
     case Ops::PERMUTE: case Ops::FLIP: {
@@ -100,7 +105,7 @@ UOp UOp::mop(Ops op, const std::vector<int64_t>& arg) const {
       if (op == Ops::FLIP)
         for (auto x : a) if (x != 0 && x != 1) throw Error("FLIP: the arg must be one 0/1 per axis, got " + shape_str(arg));
       UOp ret = make(op, dtype(), {*this}, Arg(std::move(a)));
-      (void)ret.shape();
+      validate_shape(ret);
       return ret;
     }
     default: throw Error(std::string(op_name(op)) + " is not a movement op taking a tuple");
@@ -118,7 +123,7 @@ UOp UOp::mop_pairs(Ops op, const std::vector<std::pair<int64_t, int64_t>>& arg) 
   std::vector<UOp> s{*this};
   for (auto& u : simplify_shape_args({shape_to_shape_arg(a), shape_to_shape_arg(b)})) s.push_back(u);
   UOp ret = make(op, dtype(), s);
-  (void)ret.shape();
+  validate_shape(ret);
   return ret;
 }
 
@@ -198,7 +203,7 @@ UOp UOp::expand(const Shape& shape_in) const {
 }
 
 UOp UOp::permute(const std::vector<int64_t>& order) const {
-  const Shape& s = shape();
+  const Shape s = has_sym_shape() ? Shape(sym_shape().size(), -1) : shape();  // only the rank matters here
   std::vector<int64_t> o;
   for (auto d : order) o.push_back(resolve_dim("PERMUTE", d, s));
   std::vector<int64_t> sorted = o, iota(s.size());
@@ -306,7 +311,7 @@ UOp UOp::unflatten(int64_t dim, const Shape& sizes) const {
 }
 
 UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
-  const Shape& s = shape();
+  const Shape s = has_sym_shape() ? Shape(sym_shape().size(), -1) : shape();
   int64_t n = int64_t(s.size());
   auto at = [&](int64_t d) {  // Python list indexing
     if (d < -n || d >= n) throw Error("TRANSPOSE: dim " + std::to_string(d) + " out of range for shape " + shape_str(s));
@@ -316,6 +321,111 @@ UOp UOp::transpose(int64_t dim0, int64_t dim1) const {
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[at(dim0)], order[at(dim1)]);
   return permute(order);
+}
+
+// ***** 4b. the front ends with sint arguments (tinygrad's movement mixin on symbolic shapes) *****
+
+namespace {
+UOp sdim(const UOp& x) { return x.op() == Ops::CONST ? x : x.simplify(); }
+bool is_int(const UOp& d, int64_t v) { return d.op() == Ops::CONST && d.val().is_int() && d.val().i == v; }
+// provably false: the comparison's bounds say so (an unresolvable one is allowed, as tinygrad's resolve(..., True))
+bool surely_lt(const UOp& a, const UOp& b) { return a.vmax() < b.vmin(); }
+std::string pairs_sym_str(const std::vector<std::pair<UOp, UOp>>& p) {
+  std::string r = "(";
+  for (size_t i = 0; i < p.size(); i++) r += (i ? ", " : "") + sym_shape_str({p[i].first, p[i].second});
+  return r + (p.size() == 1 ? ",)" : ")");
+}
+UOp sym_arg(const SShape& s) { return s.size() == 1 ? s[0] : UOp::stack(s); }
+}  // namespace
+
+UOp UOp::reshape_sym(const SShape& shape_in) const {
+  SShape ns;
+  for (auto& d : shape_in) ns.push_back(sdim(d));
+  if (auto is = int_shape(ns); is && !has_sym_shape()) return reshape(*is);
+  const SShape& s = sym_shape();
+  if (auto n1 = std::count_if(ns.begin(), ns.end(), [](const UOp& d) { return is_int(d, -1); }); n1 > 1)
+    throw Error("RESHAPE: only one dimension can be inferred using -1, got " + sym_shape_str(ns) + " for shape " + sym_shape_str(s));
+  else if (n1 == 1) {  // the -1 is the element count over the product of the others
+    UOp all = const_(int64_t(1)), known = const_(int64_t(1));
+    for (auto& d : s) all = all * d;
+    for (auto& d : ns) if (!is_int(d, -1)) known = known * d;
+    for (auto& d : ns) if (is_int(d, -1)) d = sdim(all / known);
+  }
+  for (auto& d : ns)
+    if (surely_lt(d, const_(int64_t(0)))) throw Error("RESHAPE: shape can't contain negative numbers, cannot reshape " + sym_shape_str(s) + " to " + sym_shape_str(ns));
+  if (ns == s) return *this;
+  UOp ret = make(Ops::RESHAPE, dtype(), {*this, sym_arg(ns)});
+  (void)ret.sym_shape();  // validates the element count
+  return ret;
+}
+
+UOp UOp::expand_sym(const SShape& shape_in) const {
+  if (auto is = int_shape(shape_in); is && !has_sym_shape()) return expand(*is);
+  const SShape s = sym_shape();
+  size_t nd = std::max(s.size(), shape_in.size());
+  SShape src_al(nd - s.size(), const_(int64_t(1))), ns;
+  src_al.insert(src_al.end(), s.begin(), s.end());
+  SShape arg_al(nd - shape_in.size(), const_(int64_t(1)));
+  for (auto& d : shape_in) arg_al.push_back(sdim(d));
+  for (size_t i = 0; i < nd; i++) ns.push_back(is_int(arg_al[i], -1) ? src_al[i] : arg_al[i]);
+  if (ns == s) return *this;
+  for (size_t i = 0; i < nd; i++)
+    if (src_al[i] != ns[i] && !is_int(src_al[i], 1)) throw Error("EXPAND: cannot broadcast " + sym_shape_str(s) + " to " + sym_shape_str(ns));
+  // as expand(): squeeze the 1s being expanded, EXPAND them in front, permute back
+  size_t n_left = nd - s.size();
+  std::vector<int64_t> expand_at, kept;
+  for (size_t i = 0; i < s.size(); i++) (is_int(s[i], 1) && !is_int(ns[n_left + i], 1) ? expand_at : kept).push_back(int64_t(i));
+  SShape squeezed, expand_arg(ns.begin(), ns.begin() + int64_t(n_left));
+  for (auto i : kept) squeezed.push_back(s[size_t(i)]);
+  for (auto i : expand_at) expand_arg.push_back(ns[n_left + size_t(i)]);
+  UOp sq = reshape_sym(squeezed);
+  UOp expanded = expand_arg.empty() ? sq : make(Ops::EXPAND, dtype(), {sq, sym_arg(expand_arg)});
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < n_left; i++) perm.push_back(int64_t(i));
+  for (size_t i = 0; i < s.size(); i++) {
+    auto e = std::find(expand_at.begin(), expand_at.end(), int64_t(i));
+    auto k = std::find(kept.begin(), kept.end(), int64_t(i));
+    perm.push_back(int64_t(n_left) + (e != expand_at.end() ? e - expand_at.begin() : int64_t(expand_at.size()) + (k - kept.begin())));
+  }
+  return expanded.permute(perm);
+}
+
+UOp UOp::shrink_sym(const std::vector<std::pair<UOp, UOp>>& start_end) const {
+  const SShape s = sym_shape();
+  if (start_end.size() != s.size())
+    throw Error("SHRINK: got " + std::to_string(start_end.size()) + " (start, end) pairs for shape " + sym_shape_str(s));
+  SShape lo, sz;
+  for (size_t i = 0; i < s.size(); i++) {
+    UOp b = sdim(start_end[i].first), e = sdim(start_end[i].second);
+    if (surely_lt(b, const_(int64_t(0))) || surely_lt(e, b) || surely_lt(s[i], e))
+      throw Error("SHRINK: invalid shrink " + pairs_sym_str(start_end) + " for shape " + sym_shape_str(s));
+    lo.push_back(b), sz.push_back(sdim(e - b));
+  }
+  if (sz == s) return *this;
+  std::vector<UOp> src{*this};
+  for (auto& a : simplify_shape_args({sym_arg(lo), sym_arg(sz)})) src.push_back(a);
+  UOp ret = make(Ops::SHRINK, dtype(), src);
+  (void)ret.sym_shape();
+  return ret;
+}
+
+UOp UOp::pad_sym(const std::vector<std::pair<UOp, UOp>>& before_after) const {
+  const SShape s = sym_shape();
+  if (before_after.size() != s.size())
+    throw Error("PAD: got " + std::to_string(before_after.size()) + " (before, after) pairs for shape " + sym_shape_str(s));
+  SShape lo, sz;
+  for (size_t i = 0; i < s.size(); i++) {
+    UOp b = sdim(before_after[i].first), a = sdim(before_after[i].second);
+    if (surely_lt(b, const_(int64_t(0))) || surely_lt(a, const_(int64_t(0))))
+      throw Error("PAD: invalid pad " + pairs_sym_str(before_after) + " for shape " + sym_shape_str(s));
+    lo.push_back(b), sz.push_back(sdim(s[i] + b + a));
+  }
+  if (sz == s) return *this;
+  std::vector<UOp> src{*this};
+  for (auto& a : simplify_shape_args({sym_arg(lo), sym_arg(sz)})) src.push_back(a);
+  UOp ret = make(Ops::PAD, dtype(), src);
+  (void)ret.sym_shape();
+  return ret;
 }
 
 // ***** 5. mop_cleanup *****
@@ -487,8 +597,81 @@ std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const Movement
 }
 
 namespace {
+UOp apply_reshape_sym(const SShape& in_shape, const SShape& out_shape, const UOp& urngs) {
+  static const PatternMatcher pm = symbolic() + pm_simplify_valid() + pm_drop_and_clauses();
+  UOp acc = UOp::const_(int64_t(1));
+  std::vector<UOp> axes_in;
+  for (size_t k = std::min(out_shape.size(), urngs.src().size()); k-- > 0;) {
+    axes_in.push_back(acc * urngs.src(k));
+    acc = acc * out_shape[k];
+  }
+  UOp combined = UOp::const_(int64_t(0)).usum(axes_in);
+  std::vector<UOp> axes_out;
+  for (size_t k = in_shape.size(); k-- > 0;) {
+    axes_out.push_back(combined % in_shape[k]);
+    combined = combined / in_shape[k];
+  }
+  std::reverse(axes_out.begin(), axes_out.end());
+  return graph_rewrite(UOp::sink(axes_out), pm);
+}
+}  // namespace
+
+bool is_symbolic_mop(const UOp& x) {
+  if (x.has_sym_shape() || x.src(0).has_sym_shape()) return true;
+  for (size_t i = 1; i < x.src().size(); i++)
+    for (auto& d : as_sym_shape(x.src(i))) if (d.op() != CONST) return true;
+  return false;
+}
+
+std::vector<UOp> apply_movement_op_sym(const UOp& x, std::span<const UOp> rngs) {
+  const SShape& in_shape = x.src(0).sym_shape();
+  std::vector<UOp> out;
+  switch (x.op()) {
+    case SHRINK: {
+      SShape lo = as_sym_shape(x.src(1));
+      for (size_t i = 0; i < rngs.size(); i++) out.push_back(lo[i].op() == CONST && lo[i].val().i == 0 ? rngs[i] : rngs[i] + lo[i]);
+      return out;
+    }
+    case PAD: {
+      static const PatternMatcher pm = symbolic() + pm_simplify_valid();
+      SShape lo = as_sym_shape(x.src(1)), sz = as_sym_shape(x.src(2));
+      for (size_t i = 0; i < rngs.size(); i++) {
+        const UOp &r = rngs[i], &off = lo[i];
+        if (sz[i] == in_shape[i] && off.op() == CONST && off.val().i == 0) out.push_back(r);
+        else out.push_back((r - off).valid(graph_rewrite((r >= off) & (r < (in_shape[i] + off)), pm)));
+      }
+      return out;
+    }
+    case FLIP:
+      for (size_t i = 0; i < rngs.size(); i++) out.push_back(x.arg().ints()[i] ? (in_shape[i] - 1) - rngs[i] : rngs[i]);
+      return out;
+    case EXPAND: return {rngs.begin() + std::min(as_sym_shape(x.src(1)).size(), rngs.size()), rngs.end()};
+    case PERMUTE: return apply_movement_op(PERMUTE, Shape(in_shape.size(), 1), MovementArg::of(x), rngs);
+    case RESHAPE: {
+      UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
+      std::unordered_map<UOp, UOp> sub, back;
+      int64_t i = 0;
+      for (auto& r : sink.ranges()) {
+        UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
+        sub[r] = ph;
+        back[ph] = r;
+      }
+      UOp res = apply_reshape_sym(in_shape, as_sym_shape(x.src(1)), sink.substitute(sub)).substitute(back);
+      return {res.src().begin(), res.src().end()};
+    }
+    default: throw Error(std::string(op_name(x.op())) + " is not a movement op");
+  }
+}
+
+namespace {
 UOp mop_index(const UOp& r, const UOp& idx) {
   std::span<const UOp> idxs = idx.src().subspan(1);
+  if (is_symbolic_mop(r)) {
+    if (idxs.size() != r.sym_shape().size()) return UOp();
+    std::vector<UOp> src{r.src(0)};
+    for (UOp& i : apply_movement_op_sym(r, idxs)) src.push_back(std::move(i));
+    return UOp::make(INDEX, src, idx.arg());
+  }
   const Shape &rs = r.shape(), &ss = r.src(0).shape();
   if (idxs.size() == rs.size()) {
     // the argument of a RESHAPE is its (cached) shape, of an EXPAND the shape's leading axes: no parsing per element

@@ -21,6 +21,9 @@ struct MovementArg {
 };
 // the ranges of a movement op's source, given the ranges of its output (tinygrad's schedule/indexing.py)
 std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const MovementArg& arg, std::span<const UOp> rngs);
+// the same for a movement op with a symbolic shape or argument (is_symbolic_mop): the dims are UOps
+bool is_symbolic_mop(const UOp& mop);
+std::vector<UOp> apply_movement_op_sym(const UOp& mop, std::span<const UOp> rngs);
 // movement ops on INDEX become index math; movement ops and INDEX move past AFTER/END
 const PatternMatcher& pm_mops();
 

@@ -308,6 +308,29 @@ Shape as_shape(const UOp& u, std::string& err) {
   for (auto& x : u.src()) r.push_back(dim(x));
   return r;
 }
+SShape as_sym_shape(const UOp& u) {
+  auto dim = [](const UOp& x) { return x.op() == Ops::CONST ? x : x.simplify(); };
+  if (u.op() != Ops::STACK) return {dim(u)};
+  SShape r;
+  for (auto& x : u.src()) r.push_back(dim(x));
+  return r;
+}
+
+std::optional<Shape> int_shape(const SShape& s) {
+  Shape r;
+  for (auto& d : s) {
+    if (d.op() != Ops::CONST || !d.val().is_int()) return std::nullopt;
+    r.push_back(d.val().i);
+  }
+  return r;
+}
+
+std::string sym_shape_str(const SShape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + strip_parens(s[i].render(false));
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
 Shape as_shape(const UOp& u) {
   std::string err;
   Shape r = as_shape(u, err);
@@ -326,18 +349,22 @@ Shape broadcast_shapes(Ops op, const std::vector<Shape>& shapes) {
 }
 
 // a source's failure and a symbolic shape argument are not thrown: they go to err (the first one wins, as a throw
-// would), the computation goes on with a placeholder, and the caller drops whatever comes out; other errors are thrown
-std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::string>& err) {
+// would), the computation goes on with a placeholder, and the caller drops whatever comes out; other errors are thrown.
+// sym is set where a symbolic dim (here or in a source) was met: the caller then computes the symbolic shape
+std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::string>& err, bool& sym) {
   using enum Ops;
   auto src_opt = [&](size_t i) -> const std::optional<Shape>& {
     static const std::optional<Shape> none;
     if (const auto* s = u.src(i).shape_if_valid()) return *s;
+    if (u.src(i).get()->cache->sym_shape) sym = true;
     if (!err) err = u.src(i).get()->cache->shape_error;
     return none;
   };
   auto as_shape = [&](const UOp& x, std::shared_ptr<const std::string>& e) {
     std::string msg;
     Shape s = tg::as_shape(x, msg);
+    // dims of Variables are symbolic shapes; codegen's offsets in RANGEs stay shapeless (the passes read them otherwise)
+    if (!msg.empty() && !x.get()->ops_below.has(RANGE) && !x.get()->ops_below.has(SPECIAL)) sym = true;
     if (!msg.empty() && !e) e = std::make_shared<const std::string>(std::move(msg));
     return s;
   };
@@ -458,6 +485,76 @@ std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::stri
   }
   throw Error("no shape handling for " + std::string(op_name(u.op())));
 }
+
+// the shape with sint dims, for nodes whose shape has a symbolic dim (or a source with one). Dims are compared as
+// simplified UOps: equal expressions are the same node
+SShape compute_sym_shape(const UOp& u) {
+  using enum Ops;
+  const std::string name(op_name(u.op()));
+  auto src = [&](size_t i) -> SShape { return u.src(i).sym_shape(); };
+  auto is1 = [](const UOp& d) { return d.op() == CONST && d.val().is_int() && d.val().i == 1; };
+  auto prod_of = [](const SShape& s) {
+    UOp r = UOp::const_(int64_t(1));
+    for (auto& d : s) r = r * d;
+    return r.simplify();
+  };
+  switch (u.op()) {
+    case BUFFER: return u.src().empty() ? SShape{} : as_sym_shape(u.src(0));
+    case PARAM: return as_sym_shape(u.src(0));
+    case MSTACK: case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:
+    case STORE: case END: case NOOP: return src(0);
+    case RESHAPE: {
+      SShape ps = src(0), ns = as_sym_shape(u.src(1));
+      for (auto& d : ns) if (d.vmax() < ConstVal(int64_t(0))) throw Error("RESHAPE: shape can't contain negative numbers, cannot reshape " + sym_shape_str(ps) + " to " + sym_shape_str(ns));
+      if (prod_of(ps) != prod_of(ns)) throw Error("RESHAPE: cannot reshape " + sym_shape_str(ps) + " to " + sym_shape_str(ns));
+      return ns;
+    }
+    case EXPAND: { SShape ns = as_sym_shape(u.src(1)), ps = src(0); ns.insert(ns.end(), ps.begin(), ps.end()); return ns; }
+    case PERMUTE: {
+      SShape ps = src(0), r;
+      const auto& perm = u.arg().ints();
+      if (perm.size() != ps.size()) throw Error("PERMUTE: invalid permutation " + shape_str(perm) + " of shape " + sym_shape_str(ps));
+      for (auto i : perm) r.push_back(ps.at(size_t(i)));
+      return r;
+    }
+    case PAD: case SHRINK: {
+      SShape ps = src(0), lo = as_sym_shape(u.src(1)), sz = as_sym_shape(u.src(2));
+      if (lo.size() != ps.size() || sz.size() != ps.size()) throw Error(name + ": arg of " + std::to_string(lo.size()) + " dims for shape " + sym_shape_str(ps));
+      return sz;
+    }
+    case FLIP: return src(0);
+    case REDUCE: {
+      SShape ps = src(0);
+      int64_t n = u.arg().ints().at(1);
+      if (n < 0 || n > int64_t(ps.size())) throw Error("REDUCE: invalid number of axes " + std::to_string(n));
+      return SShape(ps.begin() + n, ps.end());
+    }
+    case STAGE: {
+      SShape r;
+      for (size_t i = 1; i < u.src().size(); i++) r.push_back(UOp::const_(u.src(i).vmax().i + 1));  // ints: buffers have their max size
+      SShape b = src(0);
+      r.insert(r.end(), b.begin(), b.end());
+      return r;
+    }
+    default: break;
+  }
+  if (GroupOp::Unary.has(u.op()) || u.op() == CAST) return src(0);
+  if (GroupOp::Broadcastable.has(u.op())) {
+    std::vector<SShape> shapes;
+    size_t nd = 0;
+    for (size_t i = 0; i < u.src().size(); i++) shapes.push_back(src(i)), nd = std::max(nd, shapes.back().size());
+    SShape out(nd, UOp::const_(int64_t(1)));
+    for (auto& s : shapes)
+      for (size_t i = 0; i < s.size(); i++) {
+        UOp& o = out[nd - s.size() + i];
+        if (is1(s[i]) || s[i] == o) continue;
+        if (!is1(o)) throw Error(name + ": shapes cannot be broadcast together (" + sym_shape_str(s) + " and " + sym_shape_str(out) + ")");
+        o = s[i];
+      }
+    return out;
+  }
+  throw Error(name + ": symbolic shapes are not supported here");
+}
 }  // namespace
 
 const std::optional<Shape>* UOp::shape_if_valid() const {
@@ -465,18 +562,45 @@ const std::optional<Shape>* UOp::shape_if_valid() const {
   UOpNode::Cache& c = *p->cache;
   if (!c.shape && !c.shape_error) {
     std::shared_ptr<const std::string> err;
+    bool sym = false;
     try {
-      std::optional<Shape> s = compute_shape(*this, err);
+      std::optional<Shape> s = compute_shape(*this, err, sym);
       if (!err) c.shape = std::move(s);
     } catch (const Error& e) {
       if (!err) err = std::make_shared<const std::string>(e.what());
     } catch (...) {
-      if (!err) throw;  // where an earlier failure was recorded, it is the one a throw would have reported
+      if (!err && !sym) throw;  // where an earlier failure was recorded, it is the one a throw would have reported
+    }
+    if (err && sym) {  // a symbolic dim on the way: the shape with sint dims decides (and may come out all ints)
+      try {
+        SShape ss = compute_sym_shape(*this);
+        if (auto is = int_shape(ss)) c.shape = std::optional<Shape>(std::move(*is)), err = nullptr;
+        else err = std::make_shared<const std::string>(std::string(op_name(op())) + ": the shape " + sym_shape_str(ss) +
+                                                       " is symbolic: read it with sym_shape()");
+        c.sym_shape = std::move(ss);
+      } catch (const Error& e) {
+        err = std::make_shared<const std::string>(e.what());
+      }
     }
     c.shape_error = std::move(err);
   }
   return c.shape ? &*c.shape : nullptr;
 }
+
+const SShape& UOp::sym_shape() const {
+  if (const auto* s = shape_if_valid()) {
+    if (!*s) throw Error("shape requested, but " + std::string(op_name(op())) + " doesn't have a shape");
+    if (!p->cache->sym_shape) {
+      SShape r;
+      for (auto x : **s) r.push_back(const_(x));
+      p->cache->sym_shape = std::move(r);
+    }
+    return *p->cache->sym_shape;
+  }
+  if (!p->cache->sym_shape) throw Error(*p->cache->shape_error);
+  return *p->cache->sym_shape;
+}
+bool UOp::has_sym_shape() const { return !shape_if_valid() && p->cache->sym_shape; }
 const std::optional<Shape>& UOp::shape_opt() const {
   if (const auto* s = shape_if_valid()) return *s;
   throw Error(*p->cache->shape_error);

@@ -138,6 +138,10 @@ UOp UOp::reduce(Srcs rngs, Ops op) const {
 
 UOp UOp::const_like_shaped(ConstVal v) const {
   UOp ret = const_(v, dtype());
+  if (has_sym_shape()) {
+    const SShape& s = sym_shape();
+    return make(Ops::EXPAND, ret.dtype(), {ret, s.size() == 1 ? s[0] : stack(s)});
+  }
   const auto& sh = shape_opt();
   if (sh && !sh->empty()) return ret.mop(Ops::EXPAND, *sh);
   return ret;

@@ -163,8 +163,20 @@ UOp UOp::empty(const Shape& shape, DType dtype, const std::string& device) {
   return new_buffer(canonicalize_device(device), n, dtype).reshape(shape).shrink_to(shape);
 }
 
+UOp UOp::empty_sym(const SShape& shape, DType dtype, const std::string& device) {
+  if (auto is = int_shape(shape)) return empty(*is, dtype, device);
+  Shape mx;  // a buffer of the largest size, shrunk to the symbolic shape
+  std::vector<std::pair<UOp, UOp>> se;
+  for (auto& s : shape) {
+    if (s.vmin() < ConstVal(int64_t(0))) throw Error("empty: dim " + s.render() + " of shape " + sym_shape_str(shape) + " can be negative");
+    mx.push_back(s.vmax().i), se.push_back({const_(int64_t(0)), s});
+  }
+  return empty(mx, dtype, device).shrink_sym(se);
+}
+
 UOp UOp::empty_like(std::optional<DType> dt, std::optional<std::string> dev) const {
   std::string d = canonicalize_device(dev ? *dev : device().value_or(""));
+  if (has_sym_shape()) return empty_sym(sym_shape(), dt ? *dt : strong_dtype(dtype()), d);
   return empty(shape(), dt ? *dt : strong_dtype(dtype()), d);
 }
 
@@ -174,23 +186,52 @@ UOp UOp::contiguous() const {
 }
 
 UOp UOp::rop(Ops rop, std::vector<int64_t> axes) const {
-  const Shape& sh = shape();
+  const SShape& sh = sym_shape();
   std::sort(axes.begin(), axes.end());
   std::vector<int64_t> red;
-  for (auto a : axes) if (sh.at(a) != 1) red.push_back(a);
-  Shape kept;
+  auto is1 = [](const UOp& d) { return d.op() == Ops::CONST && d.val().is_int() && d.val().i == 1; };
+  for (auto a : axes) if (!is1(sh.at(size_t(a)))) red.push_back(a);
+  SShape kept;
   for (size_t i = 0; i < sh.size(); i++) if (std::find(axes.begin(), axes.end(), int64_t(i)) == axes.end()) kept.push_back(sh[i]);
-  if (red.empty()) return reshape(kept);
+  if (red.empty()) return reshape_sym(kept);
   std::vector<int64_t> perm = red;
   for (size_t i = 0; i < sh.size(); i++) if (std::find(red.begin(), red.end(), int64_t(i)) == red.end()) perm.push_back(int64_t(i));
   UOp ret = make(Ops::REDUCE, dtype(), {permute(perm)}, Arg(Arg::Ints{int64_t(rop), int64_t(red.size())}));
-  return axes != red ? ret.reshape(kept) : ret;
+  return axes != red ? ret.reshape_sym(kept) : ret;
 }
 
 UOp UOp::copy_to_device(const std::string& dev) const {
   refuse_weak("copy_to_device", dtype());
   const Shape& sh = shape();
   return make(Ops::COPY, dtype(), {pad_to(sh)}, Arg(dev)).shrink_to(sh);
+}
+
+UOp UOp::bind(int64_t val) const {
+  if (!is_variable()) throw Error("bind: " + std::string(op_name(op())) + " is not a Variable");
+  const ParamArg& pa = arg().param();
+  if (ConstVal(val) < pa.vmin_vmax->first || pa.vmin_vmax->second < ConstVal(val))
+    throw Error("bind: " + std::to_string(val) + " is not in the range [" + pa.vmin_vmax->first.str() + ", " + pa.vmin_vmax->second.str() +
+                "] of Variable '" + pa.name.value_or("?") + "'");
+  return after({store(const_(val, dtype()))});
+}
+
+std::pair<UOp, int64_t> UOp::unbind() const {
+  if (!is_bound_var()) throw Error("unbind: " + std::string(op_name(op())) + " is not a bound Variable");
+  return {src(0), src(1).src(1).val().i};
+}
+
+std::unordered_map<UOp, int64_t> UOp::unbind_all(UOp* unbound) const {
+  std::unordered_map<UOp, int64_t> vals;
+  std::unordered_map<UOp, UOp> sub;
+  for (auto& x : toposort())
+    if (x.is_bound_var()) {
+      auto [v, i] = x.unbind();
+      if (auto it = vals.find(v); it != vals.end() && it->second != i)
+        throw Error("unbind: Variable '" + v.arg().param().name.value_or("?") + "' is bound to " + std::to_string(it->second) + " and " + std::to_string(i));
+      vals[v] = i, sub[x] = v;
+    }
+  if (unbound) *unbound = sub.empty() ? *this : substitute(sub);
+  return vals;
 }
 
 bool UOp::is_variable() const {

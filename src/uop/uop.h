@@ -84,6 +84,7 @@ class Arg {
 int arg_compare(const Arg& a, const Arg& b);  // -1/0/1, Python tuple ordering
 
 using Shape = std::vector<int64_t>;
+using SShape = std::vector<UOp>;  // a shape with symbolic dims: one weakint UOp per dim (a CONST where the dim is known)
 
 // sources of a node: braced list, vector or span (constructors defined below, once UOp is complete)
 struct Srcs {
@@ -122,6 +123,9 @@ class UOp {
   static UOp const_(ConstVal v, std::optional<DType> dtype = {});  // bare literal: weakint/weakfloat/bool
   static UOp invalid();
   static UOp variable(const std::string& name, int64_t min_val, int64_t max_val, DType dtype = dtypes::weakint);
+  UOp bind(int64_t val) const;               // a Variable bound to val (in its range): AFTER(var, STORE(var, CONST))
+  std::pair<UOp, int64_t> unbind() const;    // a bound Variable: (the Variable, its value)
+  std::unordered_map<UOp, int64_t> unbind_all(UOp* unbound = nullptr) const;  // every bind below; *unbound: without them
   static UOp range(int64_t end, int64_t axis_id, AxisType type = AxisType::WEAK, DType dtype = dtypes::weakint);
   static UOp range(const UOp& end, int64_t axis_id, AxisType type = AxisType::WEAK, DType dtype = dtypes::weakint);
   static UOp special(int64_t end, const std::string& name, DType dtype = dtypes::weakint);
@@ -150,7 +154,10 @@ class UOp {
   const ConstVal& vmax() const;
   const std::optional<Shape>& shape_opt() const;  // throws tg::Error where computing it fails (the failure is cached)
   const std::optional<Shape>* shape_if_valid() const;  // nullptr where shape_opt() would throw
-  const Shape& shape() const;  // throws tg::Error where the op has no shape
+  const Shape& shape() const;  // throws tg::Error where the op has no shape, or a symbolic one (naming its dims)
+  // tinygrad's shape with sint dims: CONSTs, or expressions of (bound) Variables; throws as shape() would otherwise
+  const SShape& sym_shape() const;
+  bool has_sym_shape() const;  // some dim is symbolic (shape() throws, sym_shape() does not)
   std::vector<UOp> toposort() const;
   const std::vector<const UOpNode*>& topo_nodes() const;  // cached; the graph keeps these alive
   bool in_backward_slice_with_self(const UOp& x) const;
@@ -221,6 +228,11 @@ class UOp {
   UOp flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   UOp unflatten(int64_t dim, const Shape& sizes) const;
   UOp transpose(int64_t dim0 = 1, int64_t dim1 = 0) const;
+  // the movement front ends with sint arguments (weakint UOps); all-constant arguments take the int path above
+  UOp reshape_sym(const SShape& shape) const;
+  UOp expand_sym(const SShape& shape) const;
+  UOp shrink_sym(const std::vector<std::pair<UOp, UOp>>& start_end) const;
+  UOp pad_sym(const std::vector<std::pair<UOp, UOp>>& before_after) const;
   Shape marg() const;  // RESHAPE/EXPAND: the shape arg; PERMUTE: the order; FLIP: 0/1 per axis
   std::vector<std::pair<int64_t, int64_t>> marg_pairs() const;  // PAD/SHRINK: (begin, size) per axis
   UOp base() const;  // through movement ops and DETACH
@@ -240,6 +252,8 @@ class UOp {
   UOp param_like(int64_t slot) const;
   UOp gettuple(int64_t i) const;  // output i of a FUNCTION (or TUPLE)
   static UOp empty(const Shape& shape, DType dtype = dtypes::default_float, const std::string& device = "");  // "" = default
+  // a buffer of each dim's largest value, shrunk to the symbolic shape (tinygrad's empty with sint dims)
+  static UOp empty_sym(const SShape& shape, DType dtype, const std::string& device);
   UOp empty_like(std::optional<DType> dtype = std::nullopt, std::optional<std::string> device = std::nullopt) const;
   UOp contiguous() const;  // ElementwiseMixin.contiguous: no-op on weak, device-free or buffer-backed nodes
   UOp rop(Ops op, std::vector<int64_t> axes) const;  // _rop: REDUCE of the non-1 axes, permuted to the front
@@ -283,6 +297,9 @@ size_t live_uops();  // nodes alive now (for leak tests)
 void set_buffer_release_hook(void (*hook)(const UOpNode*));
 Shape as_shape(const UOp& u);  // a shape argument (CONST or STACK of CONSTs) as ints
 Shape as_shape(const UOp& u, std::string& err);  // a symbolic one sets err (where still empty) instead of throwing
+SShape as_sym_shape(const UOp& u);               // a shape argument (CONST, expression or STACK of them) as simplified dims
+std::string sym_shape_str(const SShape& s);      // "(3, i)": Variables by name, binds dropped
+std::optional<Shape> int_shape(const SShape& s);  // the ints where every dim is constant
 std::string strip_parens(const std::string& s);  // "(a+b)" -> "a+b" when the outer parens enclose it all
 template <class T> bool has(const std::vector<T>& v, const T& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
@@ -341,6 +358,7 @@ struct UOpNode {
     std::optional<std::optional<Shape>> shape;
     std::shared_ptr<const std::string> shape_error;  // set where computing the shape failed (shared by the nodes above)
     std::optional<std::optional<Shape>> max_shape;  // renderer/cstyle.cpp
+    std::optional<std::vector<UOp>> sym_shape;      // sym_shape(); set early for symbolic nodes
     std::optional<std::vector<const UOpNode*>> topo;
     std::optional<std::array<uint8_t, 32>> key;
     std::optional<std::vector<UOp>> ranges;  // sched_uop.cpp

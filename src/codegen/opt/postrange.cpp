@@ -56,6 +56,7 @@ const char* axis_color(AxisType t) {
 }
 void check(bool cond, const std::string& msg) { if (!cond) throw KernelOptError(msg); }
 int64_t dim(const UOp& x) { UOp s = x.simplify(); return s.op() == CONST ? s.val().as_int() : s.vmax().as_int(); }
+bool is_const_dim(const UOp& rng) { return rng.src(0).op() == CONST || rng.src(0).simplify().op() == CONST; }
 }  // namespace
 
 // ***** 1. postrange.py: the Scheduler and apply_opts *****
@@ -112,14 +113,17 @@ std::vector<UOp> Scheduler::ranges_of(std::initializer_list<AxisType> types) con
   for (auto& r : rngs()) if (std::find(types.begin(), types.end(), axis_type(r)) != types.end()) out.push_back(r);
   return out;
 }
+// only int sizes are upcast or unrolled (a symbolic one is a loop to a kernel argument)
 std::vector<int64_t> Scheduler::upcastable_dims() const {
   std::vector<int64_t> out, fs = full_shape();
-  for (auto i : axes_of({AxisType::GLOBAL, AxisType::LOCAL, AxisType::WEAK})) if (fs[i] > 1) out.push_back(i);
+  auto rs = rngs();
+  for (auto i : axes_of({AxisType::GLOBAL, AxisType::LOCAL, AxisType::WEAK})) if (fs[i] > 1 && is_const_dim(rs[i])) out.push_back(i);
   return out;
 }
 std::vector<int64_t> Scheduler::unrollable_dims() const {
   std::vector<int64_t> out, fs = full_shape();
-  for (auto i : axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE})) if (fs[i] > 1) out.push_back(i);
+  auto rs = rngs();
+  for (auto i : axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE})) if (fs[i] > 1 && is_const_dim(rs[i])) out.push_back(i);
   return out;
 }
 std::vector<int64_t> Scheduler::output_shape() const {
@@ -552,8 +556,9 @@ void apply_threads(Scheduler& k) {
   for (int64_t threads : {32, 16, 12, 8, 6, 5, 4, 3, 2}) {
     if (threads > k.ren.global_max0 || prod(k.full_shape()) / (128 << 10) < threads) continue;
     auto fs = k.full_shape();
+    auto rs = k.rngs();
     for (auto axis : k.axes_of({AxisType::WEAK})) {
-      if (fs[axis] % threads == 0) {
+      if (fs[axis] % threads == 0 && is_const_dim(rs[axis])) {
         try { k.apply_opt(Opt{OptOps::THREAD, axis, Arg(threads)}); } catch (const KernelOptError&) {}
         break;
       }
