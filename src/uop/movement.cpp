@@ -526,13 +526,24 @@ MovementArg MovementArg::of(const UOp& mop) {
 }
 
 namespace {
-UOp apply_reshape(const Shape& in_shape, const Shape& out_shape, const UOp& urngs) {
+// the index of each input axis from the output ranges (int or symbolic dims): ranges become placeholders while the
+// flat index is split, so the symbolic rewrite sees plain variables
+template <class Dims> std::vector<UOp> apply_reshape(const Dims& in_shape, const Dims& out_shape, std::span<const UOp> rngs) {
   static const PatternMatcher pm = symbolic() + pm_simplify_valid() + pm_drop_and_clauses();
-  int64_t acc = 1;
+  UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
+  std::unordered_map<UOp, UOp> sub, back;
+  int64_t i = 0;
+  for (auto& r : sink.ranges()) {
+    UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
+    sub[r] = ph;
+    back[ph] = r;
+  }
+  UOp urngs = sink.substitute(sub);
+  auto acc = [] { if constexpr (std::is_same_v<typename Dims::value_type, UOp>) return UOp::const_(int64_t(1)); else return int64_t(1); }();
   std::vector<UOp> axes_in;
   for (size_t k = std::min(out_shape.size(), urngs.src().size()); k-- > 0;) {
     axes_in.push_back(acc * urngs.src(k));
-    acc *= out_shape[k];
+    acc = acc * out_shape[k];
   }
   UOp combined = UOp::const_(int64_t(0)).usum(axes_in);
   std::vector<UOp> axes_out;
@@ -541,7 +552,8 @@ UOp apply_reshape(const Shape& in_shape, const Shape& out_shape, const UOp& urng
     combined = combined / in_shape[k];
   }
   std::reverse(axes_out.begin(), axes_out.end());
-  return graph_rewrite(UOp::sink(axes_out), pm);
+  UOp res = graph_rewrite(UOp::sink(axes_out), pm).substitute(back);
+  return {res.src().begin(), res.src().end()};
 }
 }  // namespace
 
@@ -581,40 +593,11 @@ std::vector<UOp> apply_movement_op(Ops op, const Shape& in_shape, const Movement
         for (size_t k = in_shape.size(); k-- > 0;) out[k] = UOp::const_(flat % in_shape[k]), flat /= in_shape[k];
         return out;
       }
-      UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
-      std::unordered_map<UOp, UOp> sub, back;
-      int64_t i = 0;
-      for (auto& r : sink.ranges()) {
-        UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
-        sub[r] = ph;
-        back[ph] = r;
-      }
-      UOp res = apply_reshape(in_shape, arg.ints, sink.substitute(sub)).substitute(back);
-      return {res.src().begin(), res.src().end()};
+      return apply_reshape(in_shape, arg.ints, rngs);
     }
     default: throw Error(std::string(op_name(op)) + " is not a movement op");
   }
 }
-
-namespace {
-UOp apply_reshape_sym(const SShape& in_shape, const SShape& out_shape, const UOp& urngs) {
-  static const PatternMatcher pm = symbolic() + pm_simplify_valid() + pm_drop_and_clauses();
-  UOp acc = UOp::const_(int64_t(1));
-  std::vector<UOp> axes_in;
-  for (size_t k = std::min(out_shape.size(), urngs.src().size()); k-- > 0;) {
-    axes_in.push_back(acc * urngs.src(k));
-    acc = acc * out_shape[k];
-  }
-  UOp combined = UOp::const_(int64_t(0)).usum(axes_in);
-  std::vector<UOp> axes_out;
-  for (size_t k = in_shape.size(); k-- > 0;) {
-    axes_out.push_back(combined % in_shape[k]);
-    combined = combined / in_shape[k];
-  }
-  std::reverse(axes_out.begin(), axes_out.end());
-  return graph_rewrite(UOp::sink(axes_out), pm);
-}
-}  // namespace
 
 bool is_symbolic_mop(const UOp& x) {
   if (x.has_sym_shape() || x.src(0).has_sym_shape()) return true;
@@ -647,18 +630,7 @@ std::vector<UOp> apply_movement_op_sym(const UOp& x, std::span<const UOp> rngs) 
       return out;
     case EXPAND: return {rngs.begin() + std::min(as_sym_shape(x.src(1)).size(), rngs.size()), rngs.end()};
     case PERMUTE: return apply_movement_op(PERMUTE, Shape(in_shape.size(), 1), MovementArg::of(x), rngs);
-    case RESHAPE: {
-      UOp sink = UOp::sink(std::vector<UOp>(rngs.begin(), rngs.end())).simplify();
-      std::unordered_map<UOp, UOp> sub, back;
-      int64_t i = 0;
-      for (auto& r : sink.ranges()) {
-        UOp ph = r.replace({.src = std::vector<UOp>{r.src(0)}, .arg = Arg{i++, int64_t(AxisType::PLACEHOLDER)}});
-        sub[r] = ph;
-        back[ph] = r;
-      }
-      UOp res = apply_reshape_sym(in_shape, as_sym_shape(x.src(1)), sink.substitute(sub)).substitute(back);
-      return {res.src().begin(), res.src().end()};
-    }
+    case RESHAPE: return apply_reshape(in_shape, as_sym_shape(x.src(1)), rngs);
     default: throw Error(std::string(op_name(x.op())) + " is not a movement op");
   }
 }
