@@ -85,6 +85,12 @@ const Nvrtc& nvrtc() {
           std::string path = root.empty() ? name : root + dir + name;
           if ((h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
             r->first.path = path;
+            // NVRTC opens its builtins library by name when it compiles: a folder off the loader's path (a wheel's)
+            // must have it loaded already
+            std::error_code ec;
+            if (!root.empty())
+              for (auto& f : fs::directory_iterator(root + dir, ec))
+                if (f.path().filename().string().starts_with("libnvrtc-builtins.so")) dlopen(f.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
             break;
           }
         }
