@@ -51,7 +51,8 @@ class Model {
 
   // the lazy logits of tokens (1, T) int32 at positions start_pos .. start_pos+T-1, writing their keys and values into
   // the cache: (T, vocab) when all_logits, else (1, vocab) for the last one. Positions >= start_pos are forgotten.
-  // start_pos is the only place a position enters the graph (the cache write, the cache read and the RoPE slice)
+  // start_pos is the only place a position enters the graph (the cache write, the cache read and the RoPE slice); for one
+  // token (T == 1) it enters as the bound Variable "start_pos", so every decode position runs the same kernels
   Tensor forward(const Tensor& tokens, int64_t start_pos, bool all_logits = false);
   // the float32 logits (row-major, T x vocab or 1 x vocab) of `tokens` fed from start_pos in chunks of at most `chunk`
   std::vector<float> logits(std::span<const int32_t> tokens, int64_t start_pos = 0, bool all_logits = false, int64_t chunk = 32);
@@ -67,8 +68,8 @@ class Model {
     Tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down, cache_kv;
     std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
   };
-  Tensor attention(Layer& l, const Tensor& x, int64_t start_pos);
-  Tensor rope(const Tensor& x, int64_t start_pos) const;
+  Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
+  Tensor rope(const Tensor& x, const sint& start_pos) const;
   gguf::GGUF g_;
   Config cfg_;
   Tokenizer tok_;

@@ -185,7 +185,7 @@ Tensor lin(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b = st
 }  // namespace
 
 // x (1, heads, T, head_dim) rotated at positions start_pos.. (the first rope_dim dims; the rest pass through)
-Tensor Model::rope(const Tensor& x, int64_t start_pos) const {
+Tensor Model::rope(const Tensor& x, const sint& start_pos) const {
   const Config& c = cfg_;
   int64_t T = x.shape()[2], h = c.rope_dim / 2;
   Tensor cos = rope_cos_.shrink({{start_pos, start_pos + T}, {0, h}}).reshape({1, 1, T, h});
@@ -204,7 +204,7 @@ Tensor Model::rope(const Tensor& x, int64_t start_pos) const {
   return out.cat(x.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {c.rope_dim, c.head_dim}}), -1);
 }
 
-Tensor Model::attention(Layer& l, const Tensor& x, int64_t start_pos) {
+Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   const Config& c = cfg_;
   int64_t T = x.shape()[1];
   Tensor q = lin(x, l.wq, l.bq).reshape({1, T, c.n_heads, c.head_dim});
@@ -212,14 +212,19 @@ Tensor Model::attention(Layer& l, const Tensor& x, int64_t start_pos) {
   Tensor v = lin(x, l.wv, l.bv).reshape({1, T, c.n_kv_heads, c.head_dim});
   if (l.q_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
   q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
-  int64_t end = start_pos + T;
+  sint end = start_pos + T;
   l.cache_kv.shrink({{0, 2}, {0, 1}, {0, c.n_kv_heads}, {start_pos, end}, {0, c.head_dim}}).assign(Tensor::stack({k, v}));
-  Tensor keys = l.cache_kv.shrink({{0, 1}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}}).squeeze(0);
-  Tensor values = l.cache_kv.shrink({{1, 2}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}}).squeeze(0);
+  // keys and values (1, heads, end, head_dim), each kv head repeated for its query heads (end may be symbolic)
+  int64_t rep = c.n_heads / c.n_kv_heads;
+  auto heads = [&](int64_t i) {
+    return l.cache_kv.shrink({{i, i + 1}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}})
+        .reshape({1, c.n_kv_heads, 1, end, c.head_dim}).expand({1, c.n_kv_heads, rep, end, c.head_dim})
+        .reshape({1, c.n_heads, end, c.head_dim});
+  };
+  Tensor qk = q.matmul(heads(0).transpose(-2, -1)) / std::sqrt(double(c.head_dim));
   // query t sees positions <= start_pos + t (the lower-right causal mask); one query sees everything
-  std::optional<Tensor> mask;
-  if (T > 1) mask = Tensor::full({1, 1, T, end}, -INFINITY, dtypes::float32, dev_).triu(start_pos + 1);
-  Tensor a = q.scaled_dot_product_attention(keys, values, mask, 0.0, false, true);
+  if (T > 1) qk = qk + Tensor::full({1, 1, T, end.as_int()}, -INFINITY, dtypes::float32, dev_).triu(start_pos.as_int() + 1);
+  Tensor a = qk.softmax(-1).matmul(heads(1));
   return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
 }
 
@@ -232,8 +237,10 @@ Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) 
     throw Error("llm: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) + " exceed the context of " +
                 std::to_string(c.max_context));
   Tensor x = (Tensor::arange(c.vocab_size) == tokens.unsqueeze(-1)).unsqueeze(-1).where(token_embd_, 0.0f).sum(-2);  // (1, T, dim)
+  // one token at a time: the position is a bound Variable, so decode compiles its kernels once for every position
+  sint pos = T == 1 ? tg::Variable("start_pos", 0, c.max_context - 1).bind(start_pos) : sint(start_pos);
   for (Layer& l : layers_) {
-    Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), start_pos);
+    Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
     x = (h + lin(lin(f, l.w_gate).silu().contiguous() * lin(f, l.w_up), l.w_down)).contiguous();
   }

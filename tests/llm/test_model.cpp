@@ -16,6 +16,7 @@
 #include <regex>
 
 #include "tg/llm.h"
+#include "util/stats.h"
 
 using namespace tg;
 using namespace tg::llm;
@@ -116,8 +117,8 @@ TEST(LlmModel, WholePromptMatchesOracle) {
 }
 
 // the same positions fed token by token (llama) or in chunks of 4 and 3 through the KV cache; a second pass over a
-// shorter prompt reuses the cache and overwrites what was written after it. (Each new position compiles its attention
-// kernels until start_pos is a symbolic variable, so the tests share positions and chunk sizes where they can.)
+// shorter prompt reuses the cache and overwrites what was written after it. (A chunk of several tokens compiles its
+// kernels for its positions; one token at a time runs the same kernels at every position.)
 TEST(LlmModel, IncrementalMatchesOracle) {
   NEED_MODELS();
   const std::vector<int32_t>& p = PROMPT;
@@ -133,6 +134,21 @@ TEST(LlmModel, IncrementalMatchesOracle) {
     tail["logprobs"] = json(std::vector<json>(ref["logprobs"].begin() + 5, ref["logprobs"].end()));
     expect_logprobs(again, m.config().vocab_size, tail);
   }
+}
+
+// one token at a time the position is a bound Variable: after the first step, every further position compiles nothing
+TEST(LlmModel, DecodeCompilesOnce) {
+  NEED_MODELS();
+  Model m = Model::load(models().path("llama"));
+  std::vector<float> all;
+  for (size_t i = 0; i < PROMPT.size(); i++) {
+    int64_t before = tg::engine_stats().programs_built;
+    std::vector<float> l = m.logits(std::span(PROMPT).subspan(i, 1), int64_t(i), true);
+    int64_t built = tg::engine_stats().programs_built - before;
+    if (i > 0) EXPECT_EQ(built, 0) << "position " << i;
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  expect_logprobs(all, m.config().vocab_size, oracle("llama", PROMPT));
 }
 
 TEST(LlmModel, GreedyContinuationMatchesOracle) {
