@@ -212,22 +212,10 @@ class ClDevice : public Device {
   }
 
   std::unique_ptr<Program> load(const std::string& name, const std::string& blob) override {
-    if (blob.rfind(blob_magic, 0) != 0) throw Error("CL: not a compiled CL program (no tgcl1 header)");
-    size_t end = blob.find("\n\n", blob_magic.size() - 1);
-    if (end == std::string::npos) throw Error("CL: a compiled CL program with a truncated header");
-    std::optional<std::vector<size_t>> args;
-    std::stringstream lines(blob.substr(blob_magic.size(), end - blob_magic.size()));
-    for (std::string line; std::getline(lines, line) && !args;) {
-      size_t sp = line.find(' ');
-      if (line.substr(0, sp) != name) continue;
-      args.emplace();
-      std::stringstream ks(sp == std::string::npos ? "" : line.substr(sp + 1));
-      for (std::string k; std::getline(ks, k, ',');) args->push_back(k == "p" ? 0 : std::stoul(k));
-    }
-    if (!args) throw Error("the compiled program has no kernel named '" + name + "'");
+    auto [args, at] = parse_kernel_blob(blob, blob_magic, "CL", name);
     const Api& a = api();
-    const unsigned char* bp = reinterpret_cast<const unsigned char*>(blob.data() + end + 2);
-    size_t bsize = blob.size() - end - 2;
+    const unsigned char* bp = reinterpret_cast<const unsigned char*>(blob.data() + at);
+    size_t bsize = blob.size() - at;
     cl_int bst = 0, st = 0;
     Handle h;
     h.prg = a.CreateProgramWithBinary(ctx_, 1, &dev_, &bsize, &bp, &bst, &st);
@@ -237,7 +225,7 @@ class ClDevice : public Device {
       throw Error("CL: building a program from its binary failed:\n" + build_log(h.prg));
     h.krn = a.CreateKernel(h.prg, name.c_str(), &st);
     check(st, ("clCreateKernel(" + name + ")").c_str());
-    auto p = std::make_unique<ClProgram>(name, *this, h.prg, h.krn, std::move(*args));
+    auto p = std::make_unique<ClProgram>(name, *this, h.prg, h.krn, std::move(args));
     h.prg = nullptr, h.krn = nullptr;
     return p;
   }

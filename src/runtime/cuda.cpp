@@ -249,29 +249,17 @@ class CudaDevice : public Device {
   }
 
   std::unique_ptr<Program> load(const std::string& name, const std::string& blob) override {
-    if (blob.rfind(blob_magic, 0) != 0) throw Error("CUDA: not a compiled CUDA program (no tgcu1 header)");
-    size_t end = blob.find("\n\n", blob_magic.size() - 1);
-    if (end == std::string::npos) throw Error("CUDA: a compiled CUDA program with a truncated header");
-    std::optional<std::vector<size_t>> args;
-    std::stringstream lines(blob.substr(blob_magic.size(), end - blob_magic.size()));
-    for (std::string line; std::getline(lines, line) && !args;) {
-      size_t sp = line.find(' ');
-      if (line.substr(0, sp) != name) continue;
-      args.emplace();
-      std::stringstream ks(sp == std::string::npos ? "" : line.substr(sp + 1));
-      for (std::string k; std::getline(ks, k, ',');) args->push_back(k == "p" ? 0 : std::stoul(k));
-    }
-    if (!args) throw Error("the compiled program has no kernel named '" + name + "'");
+    auto [args, at] = parse_kernel_blob(blob, blob_magic, "CUDA", name);
     set_current();
     const Driver& d = driver();
     CUmodule mod = nullptr;
-    check(d.ModuleLoadData(&mod, blob.data() + end + 2), "cuModuleLoadData");
+    check(d.ModuleLoadData(&mod, blob.data() + at), "cuModuleLoadData");
     CUfunction fn = nullptr;
     if (CUresult st = d.ModuleGetFunction(&fn, mod, name.c_str()); st != SUCCESS) {
       d.ModuleUnload(mod);
       check(st, ("cuModuleGetFunction(" + name + ")").c_str());
     }
-    return std::make_unique<CudaProgram>(name, *this, mod, fn, std::move(*args));
+    return std::make_unique<CudaProgram>(name, *this, mod, fn, std::move(args));
   }
 
  protected:

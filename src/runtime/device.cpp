@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "tg/error.h"
@@ -99,6 +100,22 @@ Device& get_device(std::string_view name) {
   auto it = devices.find(canon);
   if (it == devices.end()) it = devices.emplace(canon, backend_of(canon.substr(0, canon.find(':')))->open(canon)).first;
   return *it->second;
+}
+
+KernelBlob parse_kernel_blob(const std::string& blob, std::string_view magic, const std::string& dev, const std::string& name) {
+  if (!blob.starts_with(magic)) throw Error(dev + ": not a compiled " + dev + " program (no " + std::string(magic.substr(0, magic.size() - 1)) + " header)");
+  size_t end = blob.find("\n\n", magic.size() - 1);
+  if (end == std::string::npos) throw Error(dev + ": a compiled " + dev + " program with a truncated header");
+  std::stringstream lines(blob.substr(magic.size(), end - magic.size()));
+  for (std::string line; std::getline(lines, line);) {
+    size_t sp = line.find(' ');
+    if (line.substr(0, sp) != name) continue;
+    KernelBlob kb{{}, end + 2};
+    std::stringstream ks(sp == std::string::npos ? "" : line.substr(sp + 1));
+    for (std::string k; std::getline(ks, k, ',');) kb.args.push_back(k == "p" ? 0 : std::stoul(k));
+    return kb;
+  }
+  throw Error("the compiled program has no kernel named '" + name + "'");
 }
 
 }  // namespace tg

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "renderer/cstyle.h"
 #include "runtime/allocator.h"
@@ -99,5 +100,11 @@ std::unique_ptr<Device> make_cl_device(const std::string& name);
 bool cl_available(const std::string& name);  // the OpenCL loader loads and has the device CL:n
 std::unique_ptr<Device> make_cuda_device(const std::string& name);
 bool cuda_available(const std::string& name);  // the NVIDIA driver loads and has the GPU CUDA:n
+
+// A GPU device's compiled program as its program cache stores it: MAGIC, one line per kernel "name a,b,..." (each
+// argument's byte size, "p" for a pointer), a blank line, then the binary. Reads the line of kernel `name`
+// (pointers as 0) and where the binary starts; a blob of another device or a missing kernel is an Error naming `dev`.
+struct KernelBlob { std::vector<size_t> args; size_t binary_at; };
+KernelBlob parse_kernel_blob(const std::string& blob, std::string_view magic, const std::string& dev, const std::string& name);
 
 }  // namespace tg
