@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "support/generated.h"
 #include "tg/gguf.h"
 
 using namespace tg;
@@ -26,24 +27,11 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 // the files of make_gguf.py, written once per run into a fresh directory
-struct Files {
-  std::string dir, error;
+struct Files : test::GeneratedFiles {
   json manifest;
-  Files() {
-    char tmpl[] = "/tmp/tg_gguf_XXXXXX";
-    if (!::mkdtemp(tmpl)) { error = "mkdtemp failed"; return; }
-    dir = tmpl;
-    std::string cmd = std::string("'") + TG_PYTHON + "' '" + TG_LLM_SCRIPT + "' '" + dir + "' 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (p && fgets(buf, sizeof buf, p)) out += buf;
-    int rc = p ? ::pclose(p) : -1;
-    if (rc != 0) { error = "`" + cmd + "` failed (rc " + std::to_string(rc) + "; setup.sh makes the venv with gguf and numpy):\n" + out; return; }
-    manifest = json::parse(std::ifstream(dir + "/manifest.json"));
+  Files() : GeneratedFiles("tg_gguf", test::shell_quote(TG_PYTHON) + " " + test::shell_quote(TG_LLM_SCRIPT), "setup.sh makes the venv with gguf and numpy") {
+    if (error.empty()) manifest = json::parse(std::ifstream(path("manifest.json")));
   }
-  ~Files() { if (!dir.empty()) std::filesystem::remove_all(dir); }
-  std::string path(const std::string& f) const { return dir + "/" + f; }
 };
 const Files& files() {
   static Files f;

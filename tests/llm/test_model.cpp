@@ -15,6 +15,7 @@
 #include <random>
 #include <regex>
 
+#include "support/generated.h"
 #include "tg/llm.h"
 #include "util/stats.h"
 
@@ -24,32 +25,13 @@ using nlohmann::json;
 
 namespace {
 
-struct Proc {
-  int rc;
-  std::string out;
-};
-Proc sh(const std::string& cmd) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = p ? ::pclose(p) : -1;
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using Proc = test::Shell;
+Proc sh(const std::string& cmd) { return test::run_shell(cmd); }
+std::string q(const std::string& s) { return test::shell_quote(s); }
 
-struct Models {  // the oracle's model files, written once per run
-  std::string dir, error;
-  Models() {
-    char tmpl[] = "/tmp/tg_llm_XXXXXX";
-    if (!::mkdtemp(tmpl)) { error = "mkdtemp failed"; return; }
-    dir = tmpl;
-    Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " write " + q(dir) + " 2>&1");
-    if (r.rc != 0) error = "llm_oracle.py write failed (setup.sh makes the venv with gguf and numpy):\n" + r.out;
-  }
-  ~Models() { if (!dir.empty()) std::filesystem::remove_all(dir); }
-  std::string path(const std::string& name) const { return dir + "/" + name + ".gguf"; }
+struct Models : test::GeneratedFiles {  // the oracle's model files, written once per run
+  Models() : GeneratedFiles("tg_llm", q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " write", "setup.sh makes the venv with gguf and numpy") {}
+  std::string model(const std::string& name) const { return path(name + ".gguf"); }
 };
 const Models& models() {
   static Models m;
@@ -60,7 +42,7 @@ const Models& models() {
 json oracle(const std::string& model, const std::vector<int32_t>& toks, int n_greedy = 0) {
   std::string ids;
   for (int32_t t : toks) ids += (ids.empty() ? "" : ",") + std::to_string(t);
-  Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " forward " + q(models().path(model)) + " " + ids + " " + std::to_string(n_greedy));
+  Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " forward " + q(models().model(model)) + " " + ids + " " + std::to_string(n_greedy));
   if (r.rc != 0) throw std::runtime_error("llm_oracle.py forward failed: " + r.out);
   return json::parse(r.out);
 }
@@ -91,19 +73,19 @@ const std::vector<int32_t> PROMPT = {1, 5, 17, 200, 3, 99, 250, 260};
 
 TEST(LlmModel, ConfigFromMetadata) {
   NEED_MODELS();
-  Config l = config_from_gguf(gguf::gguf_load(models().path("llama")));
+  Config l = config_from_gguf(gguf::gguf_load(models().model("llama")));
   EXPECT_EQ(l.arch, "llama");
   EXPECT_EQ(std::vector<int64_t>({l.n_layers, l.dim, l.hidden_dim, l.n_heads, l.n_kv_heads, l.head_dim, l.rope_dim, l.vocab_size, l.max_context}),
             std::vector<int64_t>({2, 64, 128, 4, 4, 16, 16, 300, 64}));
   EXPECT_FALSE(l.rope_neox || l.qk_norm || l.qkv_bias || l.tied_embeddings);
   EXPECT_EQ(l.rope_theta, 10000.0);
   EXPECT_FLOAT_EQ(l.norm_eps, 1e-5);
-  Config g = config_from_gguf(gguf::gguf_load(models().path("gqa")), 32);
+  Config g = config_from_gguf(gguf::gguf_load(models().model("gqa")), 32);
   EXPECT_EQ(g.n_kv_heads, 2); EXPECT_EQ(g.rope_scale, 2.0); EXPECT_EQ(g.rope_theta, 500000.0); EXPECT_EQ(g.max_context, 32);
   EXPECT_TRUE(g.tied_embeddings);
-  Config q2 = config_from_gguf(gguf::gguf_load(models().path("qwen2")));
+  Config q2 = config_from_gguf(gguf::gguf_load(models().model("qwen2")));
   EXPECT_TRUE(q2.rope_neox && q2.qkv_bias && !q2.qk_norm); EXPECT_EQ(q2.n_kv_heads, 1);
-  Config q3 = config_from_gguf(gguf::gguf_load(models().path("qwen3")));
+  Config q3 = config_from_gguf(gguf::gguf_load(models().model("qwen3")));
   EXPECT_TRUE(q3.rope_neox && q3.qk_norm && !q3.qkv_bias); EXPECT_EQ(q3.head_dim, 32); EXPECT_EQ(q3.dim, 64);
 }
 
@@ -111,7 +93,7 @@ TEST(LlmModel, WholePromptMatchesOracle) {
   NEED_MODELS();
   for (const char* name : {"llama", "gqa", "qwen2", "qwen3"}) {
     SCOPED_TRACE(name);
-    Model m = Model::load(models().path(name));
+    Model m = Model::load(models().model(name));
     expect_logprobs(m.logits(PROMPT, 0, true), m.config().vocab_size, oracle(name, PROMPT));
   }
 }
@@ -124,7 +106,7 @@ TEST(LlmModel, IncrementalMatchesOracle) {
   const std::vector<int32_t>& p = PROMPT;
   for (auto [name, chunk] : {std::pair{"llama", 1}, {"qwen3", 4}, {"gqa", 3}, {"qwen2", 3}}) {
     SCOPED_TRACE(name);
-    Model m = Model::load(models().path(name));
+    Model m = Model::load(models().model(name));
     json ref = oracle(name, p);
     expect_logprobs(m.logits(p, 0, true, chunk), m.config().vocab_size, ref);
     // positions 0..4 stay cached; 5.. are written again with other tokens, then the original ones
@@ -139,7 +121,7 @@ TEST(LlmModel, IncrementalMatchesOracle) {
 // one token at a time the position is a bound Variable: after the first step, every further position compiles nothing
 TEST(LlmModel, DecodeCompilesOnce) {
   NEED_MODELS();
-  Model m = Model::load(models().path("llama"));
+  Model m = Model::load(models().model("llama"));
   std::vector<float> all;
   for (size_t i = 0; i < PROMPT.size(); i++) {
     int64_t before = tg::engine_stats().programs_built;
@@ -154,7 +136,7 @@ TEST(LlmModel, DecodeCompilesOnce) {
 TEST(LlmModel, GreedyContinuationMatchesOracle) {
   NEED_MODELS();
   const std::vector<int32_t>& p = PROMPT;
-  Model m = Model::load(models().path("llama"));
+  Model m = Model::load(models().model("llama"));
   std::vector<int32_t> ref = oracle("llama", p, 16)["greedy"].get<std::vector<int32_t>>();
   for (size_t i = 0; i < ref.size(); i++)  // generation stops after a stop token (eos), reporting it
     if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), ref[i]) != m.stop_tokens().end()) { ref.resize(i + 1); break; }
@@ -172,7 +154,7 @@ TEST(LlmModel, GreedyContinuationMatchesOracle) {
 
 TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   NEED_MODELS();
-  Model m = Model::load(models().path("quant"));
+  Model m = Model::load(models().model("quant"));
   EXPECT_EQ(m.gguf().info("blk.0.attn_q.weight").type, gguf::GGMLType::Q8_0);
   EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q4_0);
   EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::Q8_0);
@@ -181,13 +163,13 @@ TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
 
 TEST(LlmModel, TokenizerAndTemplateFromGguf) {
   NEED_MODELS();
-  Model l = Model::load(models().path("llama"), 16);
+  Model l = Model::load(models().model("llama"), 16);
   std::vector<int32_t> ids = l.tokenizer().encode("the heat");
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids[0], 1);  // <s>
   EXPECT_EQ(l.tokenizer().decode(ids, false), "the heat");
   EXPECT_EQ(l.stop_tokens(), std::vector<int32_t>({2}));
-  Model g = Model::load(models().path("gqa"), 16);
+  Model g = Model::load(models().model("gqa"), 16);
   int32_t eot = int32_t(g.config().vocab_size - 1);  // the last special token written
   EXPECT_EQ(g.tokenizer().token(eot), "<|eot_id|>");
   EXPECT_EQ(g.tokenizer().encode("<|eot_id|>the", false), std::vector<int32_t>({eot, 116, 257}));  // t, then "h e" (merge 1: id 256 + 1); no "t he" merge
@@ -196,12 +178,12 @@ TEST(LlmModel, TokenizerAndTemplateFromGguf) {
   EXPECT_EQ(stops, std::vector<int32_t>({eot - 3, eot}));  // <|end_of_text|> (also eos), <|eot_id|>
   EXPECT_EQ(chat_template_name(l.gguf()), "llama2");
   EXPECT_EQ(chat_template_name(g.gguf()), "llama3");
-  EXPECT_EQ(chat_template_name(gguf::gguf_load(models().path("qwen3"))), "chatml");
+  EXPECT_EQ(chat_template_name(gguf::gguf_load(models().model("qwen3"))), "chatml");
 }
 
 TEST(LlmModel, BadInputIsAnError) {
   NEED_MODELS();
-  gguf::GGUF g = gguf::gguf_load(models().path("qwen2"));
+  gguf::GGUF g = gguf::gguf_load(models().model("qwen2"));
   auto expect_err = [](auto f, const std::string& part) {
     try {
       f();
@@ -330,7 +312,7 @@ TEST(LlmSampler, TopK1AndZeroTemperatureAreGreedy) {
 
 TEST(LlmCli, LogprobsJsonMatchesOracle) {
   NEED_MODELS();
-  Proc r = sh(q(TG_LLM_CLI) + " logprobs --model " + q(models().path("qwen3")) + " --tokens 1,5,17,200,3,40 --chunk 4");
+  Proc r = sh(q(TG_LLM_CLI) + " logprobs --model " + q(models().model("qwen3")) + " --tokens 1,5,17,200,3,40 --chunk 4");
   ASSERT_EQ(r.rc, 0) << r.out;
   json ours = json::parse(r.out), ref = oracle("qwen3", {1, 5, 17, 200, 3, 40});
   EXPECT_EQ(ours["tokens"], json({1, 5, 17, 200, 3, 40}));
@@ -346,7 +328,7 @@ TEST(LlmCli, LogprobsJsonMatchesOracle) {
 
 TEST(LlmCli, CompletesChatsAndReportsSpeed) {
   NEED_MODELS();
-  std::string m = q(models().path("llama"));
+  std::string m = q(models().model("llama"));
   Proc r = sh(q(TG_LLM_CLI) + " --model " + m + " --prompt 'the heat' -n 5 --temp 0 2>&1");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(r.out.rfind("the heat", 0), 0u) << r.out;  // the prompt first
@@ -364,7 +346,7 @@ TEST(LlmCli, CompletesChatsAndReportsSpeed) {
 
 TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {
   NEED_MODELS();
-  std::string cli = q(TG_LLM_CLI), m = q(models().path("llama"));
+  std::string cli = q(TG_LLM_CLI), m = q(models().model("llama"));
   for (std::string args : std::vector<std::string>{" --model /nonexistent.gguf --prompt x", " --prompt x", " --model " + m + " --temp hot", " --model " + m + " --bogus 1",
                            " logprobs --model " + m + " --tokens 1,,2", " logprobs --model " + m + " --tokens 1,99999",
                            " logprobs --model " + m, " --model " + m + " -n"}) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/generated.h"
 #include "tg/state.h"
 #include "../tensor/tensor_test_util.h"
 
@@ -20,24 +21,11 @@ using testutil::expect_has;
 
 namespace {
 
-struct Files {
-  std::string dir, error;
+struct Files : test::GeneratedFiles {
   json manifest;
-  Files() {
-    char tmpl[] = "/tmp/tg_torch_XXXXXX";
-    if (!::mkdtemp(tmpl)) { error = "mkdtemp failed"; return; }
-    dir = tmpl;
-    std::string cmd = std::string("'") + TG_SYSTEM_PYTHON + "' '" + TG_TORCH_SCRIPT + "' '" + dir + "' 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (p && fgets(buf, sizeof buf, p)) out += buf;
-    int rc = p ? ::pclose(p) : -1;
-    if (rc != 0) { error = "`" + cmd + "` failed (rc " + std::to_string(rc) + "; setup.sh installs python3-torch):\n" + out; return; }
-    manifest = json::parse(std::ifstream(dir + "/manifest.json"));
+  Files() : GeneratedFiles("tg_torch", test::shell_quote(TG_SYSTEM_PYTHON) + " " + test::shell_quote(TG_TORCH_SCRIPT), "setup.sh installs python3-torch") {
+    if (error.empty()) manifest = json::parse(std::ifstream(path("manifest.json")));
   }
-  ~Files() { if (!dir.empty()) std::filesystem::remove_all(dir); }
-  std::string path(const std::string& f) const { return dir + "/" + f; }
 };
 const Files& files() {
   static Files f;
