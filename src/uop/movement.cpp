@@ -171,6 +171,21 @@ UOp UOp::reshape(const Shape& new_shape_in) const {
   return mop(Ops::RESHAPE, ns);
 }
 
+namespace {
+// expand squeezes the size-1 axes it widens and EXPANDs them back as leading axes (after the n_left new ones), the kept
+// axes after them: the permutation that puts every axis back in its place
+std::vector<int64_t> expand_order(size_t n_left, const std::vector<int64_t>& expand_at, const std::vector<int64_t>& kept) {
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < n_left; i++) perm.push_back(int64_t(i));
+  for (size_t i = 0; i < expand_at.size() + kept.size(); i++) {
+    auto e = std::find(expand_at.begin(), expand_at.end(), int64_t(i));
+    auto k = std::find(kept.begin(), kept.end(), int64_t(i));
+    perm.push_back(int64_t(n_left) + (e != expand_at.end() ? e - expand_at.begin() : int64_t(expand_at.size()) + (k - kept.begin())));
+  }
+  return perm;
+}
+}  // namespace
+
 UOp UOp::expand(const Shape& shape_in) const {
   const Shape s = shape();
   size_t nd = std::max(s.size(), shape_in.size());
@@ -192,14 +207,7 @@ UOp UOp::expand(const Shape& shape_in) const {
   for (auto i : kept) squeezed_shape.push_back(s[i]);
   for (auto i : expand_at) expand_arg.push_back(ns[n_left + i]);
   UOp expanded = reshape(squeezed_shape).mop(Ops::EXPAND, expand_arg);
-  std::vector<int64_t> perm;
-  for (size_t i = 0; i < n_left; i++) perm.push_back(int64_t(i));
-  for (size_t i = 0; i < s.size(); i++) {
-    auto e = std::find(expand_at.begin(), expand_at.end(), int64_t(i));
-    auto k = std::find(kept.begin(), kept.end(), int64_t(i));
-    perm.push_back(int64_t(n_left) + (e != expand_at.end() ? e - expand_at.begin() : int64_t(expand_at.size()) + (k - kept.begin())));
-  }
-  return expanded.permute(perm);
+  return expanded.permute(expand_order(n_left, expand_at, kept));
 }
 
 UOp UOp::permute(const std::vector<int64_t>& order) const {
@@ -380,14 +388,7 @@ UOp UOp::expand_sym(const SShape& shape_in) const {
   for (auto i : expand_at) expand_arg.push_back(ns[n_left + size_t(i)]);
   UOp sq = reshape_sym(squeezed);
   UOp expanded = expand_arg.empty() ? sq : make(Ops::EXPAND, dtype(), {sq, sym_arg(expand_arg)});
-  std::vector<int64_t> perm;
-  for (size_t i = 0; i < n_left; i++) perm.push_back(int64_t(i));
-  for (size_t i = 0; i < s.size(); i++) {
-    auto e = std::find(expand_at.begin(), expand_at.end(), int64_t(i));
-    auto k = std::find(kept.begin(), kept.end(), int64_t(i));
-    perm.push_back(int64_t(n_left) + (e != expand_at.end() ? e - expand_at.begin() : int64_t(expand_at.size()) + (k - kept.begin())));
-  }
-  return expanded.permute(perm);
+  return expanded.permute(expand_order(n_left, expand_at, kept));
 }
 
 UOp UOp::shrink_sym(const std::vector<std::pair<UOp, UOp>>& start_end) const {
