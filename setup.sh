@@ -28,6 +28,8 @@ PACKAGES=(
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
   python3-torch # torch.save writes the checkpoints tests/nn reads with torch_load
   ocl-icd-libopencl1 pocl-opencl-icd  # the CL device: the OpenCL loader (opened at run time) and PoCL's CPU device
+  libcpp-httplib-dev  # tg-llm serve's HTTP server, and tests/llm's client of it
+  chromium           # tests/llm/chat_page.py: tg-llm serve's chat page in headless Chromium
   python3 python3-venv ca-certificates git  # python3-venv: .venv with gguf-py, which writes tests/llm's GGUF files
 )
 

@@ -50,4 +50,23 @@ void utf8_append(std::string& out, uint32_t cp) {
   out += char(0x80 | (cp & 0x3F));
 }
 
+size_t utf8_repair(std::string_view s, std::string& out, bool final) {
+  size_t i = 0;
+  while (i < s.size()) {
+    uint8_t b = uint8_t(s[i]);
+    size_t n = b < 0x80 ? 1 : b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    // the second byte's range excludes overlong forms, surrogates and code points past U+10FFFF
+    uint8_t lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80, hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    size_t k = 1;
+    for (; k < n && i + k < s.size(); k++) {
+      uint8_t c = uint8_t(s[i + k]);
+      if (k == 1 ? c < lo || c > hi : (c & 0xC0) != 0x80) break;
+    }
+    if (n > 0 && k == n) out.append(s.substr(i, n)), i += n;
+    else if (n > 0 && i + k == s.size() && !final) break;
+    else out += "\xEF\xBF\xBD", i += std::max<size_t>(k, 1);
+  }
+  return i;
+}
+
 }  // namespace tg::llm::unicode

@@ -29,5 +29,9 @@ Decoded utf8_decode(std::string_view s, const std::string& what);
 // the length of the (valid) UTF-8 sequence whose first byte is `lead`
 size_t utf8_len(uint8_t lead);
 void utf8_append(std::string& out, uint32_t cp);
+// appends `s` to `out` as valid UTF-8, each maximal ill-formed subpart replaced by one U+FFFD (Unicode's recommended
+// practice, as browsers' TextDecoder and Python's errors="replace" do). Unless `final`, a sequence that is valid so far
+// but cut off by the end is left out: returns how many bytes were used (the rest comes back with the next bytes)
+size_t utf8_repair(std::string_view s, std::string& out, bool final = true);
 
 }  // namespace tg::llm::unicode

@@ -15,6 +15,7 @@
 #include <random>
 #include <regex>
 
+#include "llm_models.h"
 #include "support/generated.h"
 #include "tg/llm.h"
 #include "util/stats.h"
@@ -29,14 +30,7 @@ using Proc = test::Shell;
 Proc sh(const std::string& cmd) { return test::run_shell(cmd); }
 std::string q(const std::string& s) { return test::shell_quote(s); }
 
-struct Models : test::GeneratedFiles {  // the oracle's model files, written once per run
-  Models() : GeneratedFiles("tg_llm", q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " write", "setup.sh makes the venv with gguf and numpy") {}
-  std::string model(const std::string& name) const { return path(name + ".gguf"); }
-};
-const Models& models() {
-  static Models m;
-  return m;
-}
+const test::LlmModels& models() { return test::llm_models(); }
 #define NEED_MODELS() ASSERT_TRUE(models().error.empty()) << models().error
 
 json oracle(const std::string& model, const std::vector<int32_t>& toks, int n_greedy = 0) {

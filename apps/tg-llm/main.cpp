@@ -3,6 +3,7 @@
 //   tg-llm --model m.gguf --prompt "Once upon" -n 64 --temp 0.7 --seed 1   complete a prompt, streaming the tokens
 //   tg-llm --model m.gguf                                                  chat: one user message per stdin line, EOF ends
 //   tg-llm logprobs --model m.gguf --tokens 1,5,17 [--chunk N]             log-softmax of every position as JSON
+//   tg-llm serve --model m.gguf --port 8080 [--host 127.0.0.1]              an OpenAI-style HTTP server and a chat page
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "llm/unicode.h"
+#include "serve.h"
 #include "tg/error.h"
 #include "tg/llm.h"
 
@@ -18,9 +20,9 @@ namespace llm = tg::llm;
 namespace {
 
 struct Options {
-  std::string cmd = "run", model, prompt, tokens, device;
+  std::string cmd = "run", model, prompt, tokens, device, host = "127.0.0.1";
   bool has_prompt = false;
-  int64_t n = 256, max_context = 4096, chunk = 32;
+  int64_t n = 256, max_context = 4096, chunk = 32, port = 8080;
   llm::SamplerParams sp;
 };
 
@@ -29,17 +31,20 @@ void usage() {
       "usage: tg-llm --model FILE [--prompt TEXT] [-n N] [--temp T] [--seed S] [--top-k K] [--top-p P] [--min-p P]\n"
       "              [--repeat-penalty R] [--repeat-last-n N] [--ctx N] [--chunk N] [--device DEV]\n"
       "       tg-llm logprobs --model FILE --tokens ID,ID,... [--ctx N] [--chunk N] [--device DEV]\n"
+      "       tg-llm serve --model FILE [--port P] [--host H] [--ctx N] [--chunk N] [--device DEV]\n"
       "  With --prompt, completes TEXT (raw, BOS as the tokenizer adds it) and prints the prompt and decode speeds.\n"
       "  Without it, chats: each line of stdin is a user message (the model's chat template), EOF ends.\n"
       "  Sampling defaults as llama.cpp's: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1; --temp 0 is greedy.\n"
       "  --ctx caps the context (the KV cache's length) at N, default 4096 (0: the model's context_length).\n"
+      "  serve answers POST /v1/chat/completions, /v1/completions (OpenAI's API, stream: true as server-sent events),\n"
+      "  GET /v1/models, /health and / (a chat page) at http://H:P (default 127.0.0.1:8080; --port 0 picks a free port).\n"
       "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n");
 }
 
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
-  if (argc > 1 && std::string(argv[1]) == "logprobs") o.cmd = "logprobs", i = 2;
+  if (argc > 1 && (std::string(argv[1]) == "logprobs" || std::string(argv[1]) == "serve")) o.cmd = argv[1], i = 2;
   for (; i < argc; i++) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") usage(), std::exit(0);
@@ -57,6 +62,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--prompt" || a == "-p") o.prompt = v, o.has_prompt = true;
     else if (a == "--tokens") o.tokens = v;
     else if (a == "--device") o.device = v;
+    else if (a == "--host") o.host = v;
+    else if (a == "--port") num(o.port);
     else if (a == "-n" || a == "--n-predict") num(o.n);
     else if (a == "--ctx") num(o.max_context);
     else if (a == "--chunk") num(o.chunk);
@@ -72,6 +79,7 @@ Options parse(int argc, char** argv) {
   if (o.model.empty()) throw tg::Error("--model FILE is required (see --help)");
   if (o.cmd == "logprobs" && o.tokens.empty()) throw tg::Error("logprobs needs --tokens ID,ID,...");
   if (o.n < 0 || o.chunk < 1 || o.max_context < 0) throw tg::Error("-n and --ctx must be >= 0 and --chunk >= 1");
+  if (o.port < 0 || o.port > 65535) throw tg::Error("--port must be in 0..65535");
   return o;
 }
 
@@ -111,20 +119,6 @@ int logprobs(llm::Model& m, const Options& o) {
   }
   std::printf("%s]}\n", out.c_str());
   return 0;
-}
-
-// a reply of a (random) model may hold bytes that are not UTF-8: they become U+FFFD before the text is encoded again
-std::string valid_utf8(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = llm::unicode::utf8_len(uint8_t(s[i]));
-    try {
-      if (n == 0 || i + n > s.size()) throw tg::Error("truncated");
-      llm::unicode::utf8_decode(std::string_view(s).substr(i, n), "reply");
-      out.append(s, i, n), i += n;
-    } catch (const tg::Error&) { out += "\xEF\xBF\xBD", i++; }
-  }
-  return out;
 }
 
 void report(const llm::GenerateStats& s) {
@@ -168,7 +162,9 @@ int run(llm::Model& m, const Options& o) {
     std::string reply;
     for (int32_t t : out)
       if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) == m.stop_tokens().end()) reply += m.tokenizer().piece(t, false);
-    msgs.push_back({"assistant", valid_utf8(reply)});
+    std::string text;
+    llm::unicode::utf8_repair(reply, text);
+    msgs.push_back({"assistant", text});
     report(st);
   }
   return 0;
@@ -180,6 +176,7 @@ int main(int argc, char** argv) {
   try {
     Options o = parse(argc, argv);
     llm::Model m = llm::Model::load(o.model, o.max_context, o.device);
+    if (o.cmd == "serve") return serve(m, {.model_path = o.model, .host = o.host, .port = int(o.port), .chunk = o.chunk});
     return o.cmd == "logprobs" ? logprobs(m, o) : run(m, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg-llm: %s\n", e.what());
