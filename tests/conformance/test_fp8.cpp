@@ -171,3 +171,20 @@ TEST(Fp8, CreationAndReduce) {
     EXPECT_EQ(t.sum({}, false, dtypes::float32).item<float>(), acc) << nm(f.dtype);
   }
 }
+
+TEST(Fp8, Rand) {
+  // tinygrad's rand: the top mantissa bits of random bytes under the exponent of 1, minus 1: multiples of 2^-mbits in [0, 1)
+  for (const Fp8Spec& f : fp8_specs()) {
+    tg::Tensor::manual_seed(3);
+    tg::Tensor r = tg::Tensor::rand({64}, f.dtype);
+    EXPECT_EQ(r.dtype(), f.dtype);
+    std::vector<float> v = r.cast(dtypes::float32).to_vector<float>();
+    std::vector<bool> seen(size_t(1) << f.mbits);
+    for (float x : v) {
+      float k = x * float(1 << f.mbits);
+      ASSERT_TRUE(x >= 0 && x < 1 && k == std::floor(k)) << nm(f.dtype) << " " << x;
+      seen[size_t(k)] = true;
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), true), 1 << f.mbits) << nm(f.dtype);  // 64 draws hit all 4 or 8 values
+  }
+}
