@@ -283,7 +283,8 @@ TEST_F(Corrupt, MissingFields) {
 TEST_F(Corrupt, UnknownDtype) {
   expect_has(load_error(safetensors(R"({"x":{"dtype":"F128","shape":[1],"data_offsets":[0,16]}})", std::string(16, 'a'))),
              {path, "\"x\"", "unknown dtype \"F128\""});
-  expect_has(load_error(safetensors(R"({"x":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", "a")), {path, "F8_E4M3"});
+  // a dtype of the spec that tinygrad has no type for (complex64)
+  expect_has(load_error(safetensors(R"({"x":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", std::string(8, 'a'))), {path, "C64"});
 }
 TEST_F(Corrupt, BadShape) {
   expect_has(load_error(safetensors(R"({"x":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", "a")), {path, "\"x\"", "shape"});
