@@ -144,6 +144,17 @@ TEST(Fp8, ArithmeticRoundsEachResult) {
       for (int64_t i = 0; i < n; i++) want.push_back(fp8_spec_kernel_cast(f, op.fn(float(fp8_spec_decode(f, av[i])), float(fp8_spec_decode(f, bv[i])))));
       expect_patterns(op.t.bitcast(dtypes::uint8).to_vector<uint8_t>(), want, f, op.name);
     }
+    // unary ops: also through float32, rounded once
+    std::vector<uint8_t> neg = (-a).bitcast(dtypes::uint8).to_vector<uint8_t>(), rt = a.abs().sqrt().bitcast(dtypes::uint8).to_vector<uint8_t>();
+    std::vector<unsigned> wneg, wrt;
+    for (int64_t i = 0; i < n; i++) {
+      float x = float(fp8_spec_decode(f, av[i]));
+      wneg.push_back(fp8_spec_kernel_cast(f, -x)), wrt.push_back(fp8_spec_kernel_cast(f, std::sqrt(std::fabs(x))));
+    }
+    expect_patterns(neg, wneg, f, "neg");
+    for (int64_t i = 0; i < n; i++)  // the sign of sqrt(abs(-0)) is abs's business: zeros compare as values
+      EXPECT_TRUE(rt[size_t(i)] == wrt[size_t(i)] || (fp8_spec_decode(f, rt[size_t(i)]) == 0 && fp8_spec_decode(f, wrt[size_t(i)]) == 0))
+          << nm(f.dtype) << " sqrt #" << i;
     std::vector<bool> lt = (a < b).to_vector<bool>();
     for (int64_t i = 0; i < n; i++) EXPECT_EQ(lt[i], fp8_spec_decode(f, av[i]) < fp8_spec_decode(f, bv[i])) << nm(f.dtype) << " lt #" << i;
     // mixed with a float32 tensor: promoted to float32, no rounding to fp8
@@ -169,6 +180,13 @@ TEST(Fp8, CreationAndReduce) {
     EXPECT_EQ(s.dtype(), f.dtype);
     EXPECT_EQ(unsigned(s.bitcast(dtypes::uint8).item<uint8_t>()), fp8_spec_kernel_cast(f, acc)) << nm(f.dtype);
     EXPECT_EQ(t.sum({}, false, dtypes::float32).item<float>(), acc) << nm(f.dtype);
+    // 0-d and empty
+    tg::Tensor s0 = tg::Tensor::from_vector(std::vector<float>{2.5f}, {}).cast(f.dtype);
+    EXPECT_EQ(s0.shape(), tg::Shape{});
+    EXPECT_EQ(s0.cast(dtypes::float32).item<float>(), float(fp8_spec_decode(f, tg::test::fp8_spec_nearest(f, 2.5))));
+    tg::Tensor e = tg::Tensor::from_bytes({}, f.dtype, {0, 3});
+    EXPECT_TRUE((e + e).cast(dtypes::float32).to_vector<float>().empty());
+    EXPECT_EQ(e.sum().cast(dtypes::float32).item<float>(), 0.0f);
   }
 }
 
