@@ -10,7 +10,8 @@ namespace tg {
 
 // the order matches tinygrad's promotion priority; weakint/weakfloat are the types of bare C++ literals
 enum class DTypeId : uint8_t {
-  void_, weakint, bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, weakfloat, float16, bfloat16, float32, float64, count
+  void_, weakint, bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, weakfloat,
+  fp8e4m3, fp8e5m2, fp8e4m3fnuz, fp8e5m2fnuz, float16, bfloat16, float32, float64, count
 };
 
 // a compile-time constant value: int, float, bool, or Invalid (the poison value of gated index math)
@@ -55,6 +56,8 @@ struct DType {
   bool is_unsigned() const;
   bool is_bool() const { return id == DTypeId::bool_; }
   bool is_weak() const { return id == DTypeId::weakint || id == DTypeId::weakfloat; }
+  bool is_fp8() const { return id >= DTypeId::fp8e4m3 && id <= DTypeId::fp8e5m2fnuz; }
+  bool is_fnuz() const { return id == DTypeId::fp8e4m3fnuz || id == DTypeId::fp8e5m2fnuz; }
   ConstVal min() const;
   ConstVal max() const;
   ConstVal const_(ConstVal v) const;  // v converted to this dtype's value kind and truncated to its width
@@ -67,6 +70,9 @@ namespace dtypes {
 inline constexpr DType void_{DTypeId::void_}, weakint{DTypeId::weakint}, weakfloat{DTypeId::weakfloat}, bool_{DTypeId::bool_};
 inline constexpr DType int8{DTypeId::int8}, uint8{DTypeId::uint8}, int16{DTypeId::int16}, uint16{DTypeId::uint16};
 inline constexpr DType int32{DTypeId::int32}, uint32{DTypeId::uint32}, int64{DTypeId::int64}, uint64{DTypeId::uint64};
+// the fp8 formats: OCP float8_e4m3fn (no inf, one NaN pattern per sign) and float8_e5m2 (IEEE-like), and the "fnuz"
+// variants (finite, no negative zero: 0x80 is the only NaN; bias one larger)
+inline constexpr DType fp8e4m3{DTypeId::fp8e4m3}, fp8e5m2{DTypeId::fp8e5m2}, fp8e4m3fnuz{DTypeId::fp8e4m3fnuz}, fp8e5m2fnuz{DTypeId::fp8e5m2fnuz};
 inline constexpr DType float16{DTypeId::float16}, bfloat16{DTypeId::bfloat16}, float32{DTypeId::float32}, float64{DTypeId::float64};
 inline constexpr DType half = float16, float_ = float32, double_ = float64, char_ = int8, uchar = uint8, short_ = int16;
 inline constexpr DType ushort = uint16, int_ = int32, uint = uint32, long_ = int64, ulong = uint64;
@@ -80,5 +86,11 @@ DType strong_dtype(DType d);  // weakint -> default_int, weakfloat -> default_fl
 DType weak_dtype(DType d);    // a float -> weakfloat, an int -> weakint
 bool can_lossless_cast(DType from, DType to);
 DType sum_acc_dtype(DType d);
+
+// fp8 <-> double as tinygrad's float_to_fp8 / fp8_to_float (constant folding, host-side data): round to nearest
+// even, finite overflow saturates to the largest normal; inf becomes NaN in e4m3 (which has no inf) and stays inf in
+// e5m2; the fnuz formats map NaN and inf to 0x80 and -0.0 to 0x00
+uint8_t float_to_fp8(double x, DType fp8);
+double fp8_to_float(uint8_t bits, DType fp8);
 
 }  // namespace tg

@@ -222,7 +222,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
   const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2, ren.extra_matcher);
   sink = rewrite("decomp_early", sink, d.early);
-  // pm_dtype_decomps: the clang renderer supports every dtype it meets here (no long/fp8 emulation ported)
+  // pm_dtype_decomps: not ported (no long emulation); fp8 is computed through float32 by the renderers' extra_matcher
   sink = rewrite("pm_commit_weak", sink, pm_commit_weak());
   sink = rewrite("decomp_late", sink, d.late, ren);
   sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());

@@ -197,6 +197,12 @@ PatternMatcher base_rewrite() {
         uint32_t bits = std::isnan(f) ? 0x7fc0u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
         return emit(m, "((unsigned short)" + std::to_string(bits) + "u)");
       },
+      // fp8 stored as a byte (every dialect but CUDA's OCP types): the literal is its bit pattern
+      castc(dtypes::fp8s()) >> [](M m) -> UOp {
+        std::string t = rn(m).render_dtype(m["x"].dtype(), 1, AddrSpace::REG);
+        if (t != "unsigned char" && t != "uchar") return {};
+        return emit(m, "((" + t + ")" + std::to_string(float_to_fp8(m["c"].val().as_double(), m["x"].dtype())) + "u)");
+      },
       castc(dtypes::floats()) >> [](M m) -> UOp {
         double v = m["c"].val().as_double();
         if (std::isfinite(v)) return {};
@@ -208,7 +214,7 @@ PatternMatcher base_rewrite() {
       castc(dtypes::uint64) >> [](M m) { return emit(m, truncated(m["c"].val(), dtypes::uint64) + "ul"); },
       castc(dtypes::uint32) >> [](M m) { return emit(m, truncated(m["c"].val(), dtypes::uint32) + "u"); },
       castc(dtypes::bool_) >> [](M m) { return emit(m, m["c"].val().truthy() ? "1" : "0"); },
-      castc({dtypes::bfloat16, dtypes::float16}) >>
+      castc(dtypes::fp8s() | DTypeSet{dtypes::bfloat16, dtypes::float16}) >>
           [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val()) + "f") + ")"); },
       castc({dtypes::uint8, dtypes::uint16}) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val()) + "u") + ")"); },
       castc({dtypes::int8, dtypes::int16}) >> [](M m) { return emit(m, "(" + rn(m).render_cast(m["x"], pystr(m["c"].val())) + ")"); },
@@ -574,6 +580,7 @@ ClangRenderer::ClangRenderer() {
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";
   buffer_suffix = " restrict";
   type_map = {{DTypeId::bool_, "_Bool"}, {DTypeId::float16, "__fp16"}};
+  for (DTypeId d : {DTypeId::fp8e4m3, DTypeId::fp8e5m2, DTypeId::fp8e4m3fnuz, DTypeId::fp8e5m2fnuz}) type_map[d] = "unsigned char";
   extra_matcher = &clang_extra_matcher();
   // math goes to builtins; EXP2/LOG2/SIN/RECIPROCAL are decomposed before rendering (as MAX and the floor ops are)
   for (Ops o : {EXP2, SIN, LOG2, TRUNC, RECIPROCAL}) code_for_op.erase(o);
@@ -607,7 +614,9 @@ std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& u
     std::pair<DType, int64_t> k{u.dtype(), lin_max_numel(u)};
     if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
     seen.push_back(k);
-    if (k.second > 1) out.push_back(render_vector_prefix(k.first, k.second));
+    // fp8 vectors are spelled as uint8's (both are bytes): one typedef for the name
+    if (k.second == 1) continue;
+    if (std::string d = render_vector_prefix(k.first, k.second); std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   }
   return out;
 }
@@ -651,12 +660,48 @@ UOp cast_f16_to_float(const UOp& x) {
   return (bits | ((h & 0x8000u) << 16)).bitcast(dtypes::float32);
 }
 
-// math on the dtypes `bf` through float32 (tinygrad's create_non_native_float_pats), with bfloat16's casts as bit
-// operations (pm_manual_bf16_cast) and, when half_too, float16's likewise (dialects without half arithmetic)
-PatternMatcher floats_in_software(bool half_too) {
+// the fp8 formats' parameters: mantissa bits, exponent bias, the largest finite code
+struct Fp8Bits { int64_t mbits, bias, max_code; };
+Fp8Bits fp8_bits(DType d) {
+  int64_t mbits = d == dtypes::fp8e4m3 || d == dtypes::fp8e4m3fnuz ? 3 : 2;
+  int64_t bias = (mbits == 3 ? 7 : 15) + d.is_fnuz();
+  return {mbits, bias, d == dtypes::fp8e4m3 ? 0x7e : d == dtypes::fp8e5m2 ? 0x7b : 0x7f};
+}
+// fp8 -> float32 exactly: normals move their exponent and mantissa, subnormals go through a float multiply (exact for
+// them); e4m3's S.1111.111 and fnuz's 0x80 are NaN, e5m2's top exponent is inf or NaN as in IEEE 754
+UOp cast_fp8_to_float(const UOp& x, DType d) {
+  auto [mbits, bias, max_code] = fp8_bits(d);
+  UOp b = x.bitcast(dtypes::uint8).cast(dtypes::uint32), mag = b & 0x7fu, e = mag >> mbits, m = mag & ((1 << mbits) - 1);
+  UOp sub = (m.cast(dtypes::float32) * std::ldexp(1.0, int(1 - bias - mbits))).bitcast(dtypes::uint32);
+  UOp bits = e.eq(u32(0)).where(sub, ((e + (127 - bias)) << 23) | (m << (23 - mbits)));
+  if (d == dtypes::fp8e4m3) bits = mag.eq(u32(0x7f)).where(u32(0x7fc00000), bits);
+  if (d == dtypes::fp8e5m2) bits = e.eq(u32(31)).where(u32(0x7f800000) | (m << 21), bits);
+  if (d.is_fnuz()) bits = b.eq(u32(0x80)).where(u32(0x7fc00000), bits);
+  return (bits | ((b & 0x80u) << 24)).bitcast(dtypes::float32);
+}
+// float32 -> fp8, round to nearest even; finite overflow and inf saturate to the largest finite value (CUDA's
+// __NV_SATFINITE); NaN is 0x7f with the sign (0x80 in fnuz, which also has no -0)
+UOp cast_float_to_fp8(const UOp& x, DType d) {
+  auto [mbits, bias, max_code] = fp8_bits(d);
+  int64_t max_bits = ((max_code >> mbits) + 127 - bias) << 23 | (max_code & ((1 << mbits) - 1)) << (23 - mbits);
+  UOp u = x.bitcast(dtypes::uint32), a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u;
+  UOp ac = (a > u32(max_bits)).where(u32(max_bits), a);
+  // below the smallest normal the result counts subnormal steps: scaled up, the float addition of 2**23 rounds it to even
+  UOp small = ((ac.bitcast(dtypes::float32) * std::ldexp(1.0, int(bias - 1 + mbits))) + 8388608.0).bitcast(dtypes::uint32) - 0x4b000000u;
+  UOp normal = (ac - u32((127 - bias) << 23)) >> (23 - mbits), rem = ac & ((1 << (23 - mbits)) - 1), half = u32(1 << (22 - mbits));
+  normal = normal + ((rem > half) | (rem.eq(half) & (normal & 1u).ne(u32(0)))).cast(dtypes::uint32);
+  UOp code = (ac < u32((128 - bias) << 23)).where(small, normal);
+  UOp nan = a > u32(0x7f800000);
+  UOp res = d.is_fnuz() ? (nan | code.eq(u32(0))).where(nan.where(u32(0x80), u32(0)), code | sign) : nan.where(u32(0x7f), code) | sign;
+  return res.cast(dtypes::uint8).bitcast(d);
+}
+
+// math on the dtypes `soft` through float32 (tinygrad's create_non_native_float_pats); the casts between float32 and
+// the dtypes `manual` as bit operations (bfloat16's as tinygrad's pm_manual_bf16_cast, float16's and fp8's ours)
+PatternMatcher floats_in_software(DTypeSet soft, DTypeSet manual) {
   using enum Ops;
   using namespace pat;
-  DTypeSet bf = half_too ? DTypeSet{dtypes::bfloat16, dtypes::float16} : DTypeSet(dtypes::bfloat16);
+  DTypeSet bf = soft;
   PatternMatcher non_native{
       U(WHERE, bf, {V("b"), V("x"), V("y")}, {}, "w") >> [](M m) {
         return m["b"].where(m["x"].cast(dtypes::float32), m["y"].cast(dtypes::float32)).cast(m["w"].dtype());
@@ -677,19 +722,27 @@ PatternMatcher floats_in_software(bool half_too) {
         return m["x"].dtype() != dtypes::float32 ? m["y"].cast(dtypes::float32).cast(m["x"].dtype()) : UOp();
       },
   };
-  DTypeSet b16(dtypes::bfloat16), f16(dtypes::float16);
-  PatternMatcher manual{
-      U(CAST, dtypes::float32, {V("x", b16)}) >> [](M m) {
-        return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
-      },
-      U(CAST, b16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
-  };
-  if (half_too)
-    manual = manual + PatternMatcher{
-                          U(CAST, dtypes::float32, {V("x", f16)}) >> [](M m) { return cast_f16_to_float(m["x"]); },
-                          U(CAST, f16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_f16(m["x"]); },
-                      };
-  return non_native + manual;
+  DTypeSet b16(dtypes::bfloat16), f16(dtypes::float16), fp8;
+  fp8.bits = manual.bits & dtypes::fp8s().bits;
+  PatternMatcher manual_casts;
+  if (manual.has(dtypes::bfloat16))
+    manual_casts = manual_casts + PatternMatcher{
+                                      U(CAST, dtypes::float32, {V("x", b16)}) >> [](M m) {
+                                        return (m["x"].bitcast(dtypes::uint16).cast(dtypes::uint32) << 16).bitcast(dtypes::float32);
+                                      },
+                                      U(CAST, b16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_bf16(m["x"]); },
+                                  };
+  if (manual.has(dtypes::float16))
+    manual_casts = manual_casts + PatternMatcher{
+                                      U(CAST, dtypes::float32, {V("x", f16)}) >> [](M m) { return cast_f16_to_float(m["x"]); },
+                                      U(CAST, f16, {V("x", dtypes::float32)}) >> [](M m) { return cast_float_to_f16(m["x"]); },
+                                  };
+  if (fp8.bits)
+    manual_casts = manual_casts + PatternMatcher{
+                                      U(CAST, dtypes::float32, {V("x", fp8)}) >> [](M m) { return cast_fp8_to_float(m["x"], m["x"].dtype()); },
+                                      U(CAST, fp8, {V("x", dtypes::float32)}, {}, "y") >> [](M m) { return cast_float_to_fp8(m["x"], m["y"].dtype()); },
+                                  };
+  return non_native + manual_casts;
 }
 }  // namespace
 
@@ -701,13 +754,22 @@ const PatternMatcher& clang_extra_matcher() {
         V("x", dtypes::float64).cast(DTypeSet(dtypes::bfloat16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::bfloat16); },
         V("x", dtypes::bfloat16).cast(DTypeSet(dtypes::float16)) >> [](M m) { return m["x"].cast(dtypes::float32).cast(dtypes::float16); },
     };
-    return (casts + floats_in_software(false)).pure();
+    DTypeSet soft = dtypes::fp8s() | dtypes::bfloat16;
+    return (casts + floats_in_software(soft, soft)).pure();
   }();
   return pm;
 }
 
+// CUDA has fp8e4m3/fp8e5m2 types (cuda_fp8.h) but no fp8 arithmetic; the fnuz formats are bytes with their casts in
+// software (tinygrad emulates them through its dtype decompositions)
+const PatternMatcher& cuda_extra_matcher() {
+  static const PatternMatcher pm = floats_in_software(dtypes::fp8s(), DTypeSet{dtypes::fp8e4m3fnuz, dtypes::fp8e5m2fnuz}).pure();
+  return pm;
+}
+
 const PatternMatcher& opencl_extra_matcher(bool native_half) {
-  static const PatternMatcher native = floats_in_software(false).pure(), emulated = floats_in_software(true).pure();
+  static const DTypeSet soft = dtypes::fp8s() | dtypes::bfloat16;
+  static const PatternMatcher native = floats_in_software(soft, soft).pure(), emulated = floats_in_software(soft | dtypes::float16, soft | dtypes::float16).pure();
   return native_half ? native : emulated;
 }
 

@@ -151,6 +151,8 @@ class OpenCLRenderer : public CStyleLanguage {
 };
 // bfloat16 (and without native half, float16) ALU through float32, their casts as bit operations
 const PatternMatcher& opencl_extra_matcher(bool native_half);
+// fp8 ALU through float32; the fnuz formats' casts in software (CUDA has types for the OCP formats only)
+const PatternMatcher& cuda_extra_matcher();
 
 // tinygrad's CUDARenderer: CUDA C for NVRTC (extern "C" __global__ kernels with __launch_bounds__, __shared__,
 // __syncthreads, blockIdx/threadIdx, half and bfloat16 from cuda_fp16.h / cuda_bf16.h with their vector structs,

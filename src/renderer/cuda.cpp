@@ -59,7 +59,9 @@ CUDARenderer::CUDARenderer(std::string arch_) : arch(std::move(arch_)) {
   code_for_op[EXP2] = H("hexp2(", "exp2(");
   code_for_op[SQRT] = H("hsqrt(", "sqrt(");
   code_for_op[RECIPROCAL] = H("hrcp(", "(1/");
-  type_map = {{DTypeId::uint32, "uint"}, {DTypeId::bfloat16, "nv_bfloat16"}};
+  type_map = {{DTypeId::uint32, "uint"},           {DTypeId::bfloat16, "nv_bfloat16"},       {DTypeId::fp8e4m3, "__nv_fp8_e4m3"},
+              {DTypeId::fp8e5m2, "__nv_fp8_e5m2"}, {DTypeId::fp8e4m3fnuz, "unsigned char"}, {DTypeId::fp8e5m2fnuz, "unsigned char"}};
+  extra_matcher = &cuda_extra_matcher();
   string_rewrite = cuda_rewrite() + string_rewrite;
   entry_style = EntryStyle::None;
 }
@@ -89,10 +91,13 @@ std::string CUDARenderer::assemble(const Parts& p, const std::vector<UOp>& uops)
     if (std::find(used.begin(), used.end(), k) == used.end()) used.push_back(k);
   }
   auto uses = [&](DType d) { return std::any_of(used.begin(), used.end(), [&](auto& k) { return k.first == d; }); };
+  auto native_fp8 = [](DType d) { return d == dtypes::fp8e4m3 || d == dtypes::fp8e5m2; };
+  if (uses(dtypes::fp8e4m3) || uses(dtypes::fp8e5m2)) prefix.push_back("#include <cuda_fp8.h>");
   if (uses(dtypes::float16)) prefix.push_back("#include <cuda_fp16.h>");
   if (uses(dtypes::bfloat16)) prefix.push_back("#include <cuda_bf16.h>");
   for (auto& [dt, n] : used)
-    if ((n == 4 || n == 8) && (dt == dtypes::float16 || dt == dtypes::bfloat16)) prefix.push_back(render_vector_prefix(dt, n));
+    if (((n == 4 || n == 8) && (dt == dtypes::float16 || dt == dtypes::bfloat16)) || ((n == 2 || n == 4 || n == 8 || n == 16) && native_fp8(dt)))
+      prefix.push_back(render_vector_prefix(dt, n));
   return render_body(p, uops, &prefix);
 }
 

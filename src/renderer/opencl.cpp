@@ -70,6 +70,7 @@ OpenCLRenderer::OpenCLRenderer(bool native_half) : native_half_(native_half) {
               {DTypeId::uint16, "ushort"}, {DTypeId::uint64, "ulong"}, {DTypeId::bfloat16, "ushort"}};
   string_rewrite = opencl_rewrite() + string_rewrite;
   if (!native_half) type_map[DTypeId::float16] = "ushort";
+  for (DTypeId d : {DTypeId::fp8e4m3, DTypeId::fp8e5m2, DTypeId::fp8e4m3fnuz, DTypeId::fp8e5m2fnuz}) type_map[d] = "uchar";
   extra_matcher = &opencl_extra_matcher(native_half);
   entry_style = EntryStyle::None;
 }

@@ -199,9 +199,11 @@ Tensor Tensor::random_bits(const Tensor& key, const Tensor& counter, int64_t num
 namespace {
 
 Tensor bits_to_rand(const Tensor& bits, const Shape& shape, DType dt) {
-  int nmant = dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : dt == dtypes::float32 ? 23 : 52;
+  int nmant = dt.is_fp8() ? (dt == dtypes::fp8e4m3 || dt == dtypes::fp8e4m3fnuz ? 3 : 2)
+              : dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : dt == dtypes::float32 ? 23 : 52;
   DType udt = dt.itemsize() == 1 ? dtypes::uint8 : dt.itemsize() == 2 ? dtypes::uint16 : dt.itemsize() == 4 ? dtypes::uint32 : dtypes::uint64;
-  int64_t one_bits = dt == dtypes::float16 ? 0x3C00 : dt == dtypes::bfloat16 ? 0x3F80 : dt == dtypes::float32 ? 0x3F800000 : 0x3FF0000000000000;
+  int64_t one_bits = dt.is_fp8() ? float_to_fp8(1.0, dt)
+                     : dt == dtypes::float16 ? 0x3C00 : dt == dtypes::bfloat16 ? 0x3F80 : dt == dtypes::float32 ? 0x3F800000 : 0x3FF0000000000000;
   return bits.bitcast(udt).rshift(dt.bitsize() - nmant).bitwise_or(one_bits).bitcast(dt).slice({{std::nullopt, numel_of(shape)}}).sub(1).reshape(shape);
 }
 }  // namespace

@@ -187,7 +187,7 @@ Tensor Tensor::bitcast(DType dt) const {
 
 Tensor Tensor::sum(Axis axis, bool keepdim, std::optional<DType> dt) const {
   Tensor ret = reduce_(cast(dt ? *dt : sum_acc_dtype(dtype())), Ops::ADD, axis, keepdim);
-  return !dt && (dtype() == dtypes::float16 || dtype() == dtypes::bfloat16) ? ret.cast(dtype()) : ret;
+  return !dt && (dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 || dtype().is_fp8()) ? ret.cast(dtype()) : ret;
 }
 Tensor Tensor::prod(Axis axis, bool keepdim, std::optional<DType> dt) const { return reduce_(cast(dt.value_or(dtype())), Ops::MUL, axis, keepdim); }
 Tensor Tensor::max(Axis axis, bool keepdim) const { return reduce_(*this, Ops::MAX, axis, keepdim); }

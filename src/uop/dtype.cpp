@@ -105,6 +105,8 @@ constexpr DTypeInfo infos[] = {
   {1, 8, "signed char", "char", 'b'},  {2, 8, "unsigned char", "uchar", 'B'}, {3, 16, "short", "short", 'h'},
   {4, 16, "unsigned short", "ushort", 'H'}, {5, 32, "int", "int", 'i'}, {6, 32, "unsigned int", "uint", 'I'},
   {7, 64, "long", "long", 'q'},        {8, 64, "unsigned long", "ulong", 'Q'}, {9, 800, "weakfloat", "weakfloat", 0},
+  {10, 8, "float8_e4m3", "fp8e4m3", 0}, {11, 8, "float8_e5m2", "fp8e5m2", 0}, {10, 8, "float8_e4m3fnuz", "fp8e4m3fnuz", 0},
+  {11, 8, "float8_e5m2fnuz", "fp8e5m2fnuz", 0},
   {12, 16, "half", "half", 'e'},       {13, 16, "__bf16", "bfloat16", 0},  {14, 32, "float", "float", 'f'},
   {15, 64, "double", "double", 'd'},
 };
@@ -154,6 +156,49 @@ double to_bf16(double x) {
 }
 }  // namespace
 
+// ***** fp8 *****
+
+namespace {
+struct Fp8Format { int mbits, bias, max_code; };
+Fp8Format fp8_format(DType d) {
+  switch (d.id) {
+    case DTypeId::fp8e4m3: return {3, 7, 0x7e};  // 0x7f is NaN
+    case DTypeId::fp8e5m2: return {2, 15, 0x7b};  // 0x7c is inf
+    case DTypeId::fp8e4m3fnuz: return {3, 8, 0x7f};
+    case DTypeId::fp8e5m2fnuz: return {2, 16, 0x7f};
+    default: throw Error("fp8: " + std::string(d.name()) + " is not an fp8 dtype");
+  }
+}
+}  // namespace
+
+uint8_t float_to_fp8(double x, DType d) {
+  auto [mbits, bias, max_code] = fp8_format(d);
+  uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  if (d.is_fnuz() && !std::isfinite(x)) return 0x80;
+  if (d == dtypes::fp8e4m3 && !std::isfinite(x)) return sign | 0x7f;
+  if (d == dtypes::fp8e5m2 && !std::isfinite(x)) return sign | (std::isinf(x) ? 0x7c : 0x7f);
+  double a = std::fabs(x);
+  if (a == 0) return d.is_fnuz() ? 0 : sign;
+  // the exponent of a's quantum: a normal's own exponent, never below the subnormals' (1 - bias)
+  int e = std::max(std::ilogb(a), 1 - bias);
+  int64_t q = int64_t(std::nearbyint(std::ldexp(a, mbits - e)));  // exact in a double, rounded to nearest even
+  if (q >> (mbits + 1)) q >>= 1, e++;  // rounding carried into the next binade
+  int64_t code = q < (int64_t(1) << mbits) ? q : (int64_t(e + bias) << mbits) | (q - (int64_t(1) << mbits));
+  if (code > max_code) code = max_code;
+  if (code == 0) return d.is_fnuz() ? 0 : sign;
+  return uint8_t(code) | sign;
+}
+
+double fp8_to_float(uint8_t bits, DType d) {
+  auto [mbits, bias, max_code] = fp8_format(d);
+  int e = (bits & 0x7f) >> mbits, m = bits & ((1 << mbits) - 1), emax = (1 << (7 - mbits)) - 1;
+  double sign = bits & 0x80 ? -1.0 : 1.0;
+  if (d.is_fnuz() && bits == 0x80) return NAN;
+  if (d == dtypes::fp8e4m3 && (bits & 0x7f) == 0x7f) return NAN;
+  if (d == dtypes::fp8e5m2 && e == emax) return m ? NAN : sign * INFINITY;
+  return sign * (e == 0 ? std::ldexp(m, 1 - bias - mbits) : std::ldexp(m + (1 << mbits), e - bias - mbits));
+}
+
 ConstVal DType::const_(ConstVal v) const {
   if (v.is_invalid()) return v;
   if (is_bool()) return ConstVal(v.truthy());
@@ -163,7 +208,8 @@ ConstVal DType::const_(ConstVal v) const {
       case DTypeId::float16: return to_fp16(x);
       case DTypeId::bfloat16: return to_bf16(x);
       case DTypeId::float32: return double(float(x));
-      default: return x;
+      case DTypeId::float64: case DTypeId::weakfloat: return x;
+      default: return fp8_to_float(float_to_fp8(x, *this), *this);
     }
   }
   if (is_int()) return v.as_int();
@@ -194,12 +240,14 @@ DType dtypes::from_name(std::string_view name) {
 
 namespace {
 using D = DTypeId;
-// parents of each dtype in the lattice (jax-style, without complex and fp8)
+// parents of each dtype in the lattice (jax-style, without complex)
 const std::vector<D>& parents(D d) {
   static const std::vector<D> table[size_t(D::count)] = {
     /*void*/ {}, /*weakint*/ {D::int8, D::uint8}, /*bool*/ {D::weakint}, /*int8*/ {D::int16}, /*uint8*/ {D::int16, D::uint16},
     /*int16*/ {D::int32}, /*uint16*/ {D::int32, D::uint32}, /*int32*/ {D::int64}, /*uint32*/ {D::int64, D::uint64},
-    /*int64*/ {D::weakfloat}, /*uint64*/ {D::weakfloat}, /*weakfloat*/ {D::float16, D::bfloat16}, /*float16*/ {D::float32},
+    /*int64*/ {D::weakfloat}, /*uint64*/ {D::weakfloat}, /*weakfloat*/ {D::fp8e4m3, D::fp8e5m2, D::fp8e4m3fnuz, D::fp8e5m2fnuz},
+    /*fp8e4m3*/ {D::float16, D::bfloat16}, /*fp8e5m2*/ {D::float16, D::bfloat16}, /*fp8e4m3fnuz*/ {D::float16, D::bfloat16},
+    /*fp8e5m2fnuz*/ {D::float16, D::bfloat16}, /*float16*/ {D::float32},
     /*bfloat16*/ {D::float32}, /*float32*/ {D::float64}, /*float64*/ {}};
   return table[size_t(d)];
 }
@@ -258,9 +306,9 @@ bool can_lossless_cast(DType from, DType to) {
   using namespace dtypes;
   switch (to.id) {
     case D::weakint: return from.is_int() && from != weakint;
-    case D::float64: return in({float32, float16, bfloat16, uint32, uint16, uint8, int32, int16, int8});
-    case D::float32: return in({float16, bfloat16, uint16, uint8, int16, int8});
-    case D::float16: return in({uint8, int8});
+    case D::float64: return from.is_fp8() || in({float32, float16, bfloat16, uint32, uint16, uint8, int32, int16, int8});
+    case D::float32: return from.is_fp8() || in({float16, bfloat16, uint16, uint8, int16, int8});
+    case D::float16: return from.is_fp8() || in({uint8, int8});
     case D::uint64: return in({uint32, uint16, uint8});
     case D::uint32: return in({uint16, uint8});
     case D::uint16: return in({uint8});

@@ -12,7 +12,8 @@ namespace tg {
 // ***** 1. UPat construction *****
 
 DTypeSet dtypes::ints() { return {int8, uint8, int16, uint16, int32, uint32, int64, uint64}; }
-DTypeSet dtypes::floats() { return {float16, bfloat16, float32, float64}; }
+DTypeSet dtypes::floats() { return fp8s() | DTypeSet{float16, bfloat16, float32, float64}; }
+DTypeSet dtypes::fp8s() { return {fp8e4m3, fp8e5m2, fp8e4m3fnuz, fp8e5m2fnuz}; }
 DTypeSet dtypes::weaks() { return {weakint, weakfloat}; }
 
 int intern_capture_name(std::string_view name) {

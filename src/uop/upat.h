@@ -30,6 +30,7 @@ struct DTypeSet {
 namespace dtypes {
 DTypeSet ints();    // the concrete int dtypes (not weakint)
 DTypeSet floats();  // the concrete float dtypes
+DTypeSet fp8s();
 DTypeSet weaks();
 }
 

@@ -1,5 +1,5 @@
 // The CUDA renderer through the whole pipeline against tinygrad: each kernel AST of tests/data/cuda_cases.txt
-// (tests/tools/gen_cuda_cases.py: elementwise, half/bfloat16, reduces with GROUPTOP, softmax, matmuls with locals and
+// (tests/tools/gen_cuda_cases.py: elementwise, half/bfloat16/fp8, reduces with GROUPTOP, softmax, matmuls with locals and
 // upcasts, a matvec with GROUP, convolutions) goes through to_program with CUDARenderer's sm_90 caps and the default GPU
 // heuristic; the CUDA C must be tinygrad's byte for byte, and the launch dims and applied opts the same.
 #include <gtest/gtest.h>

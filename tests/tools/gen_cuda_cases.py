@@ -39,6 +39,9 @@ CASES = {
   "argmax": lambda: E(64, 100).argmax(1),
   "pad_mul": lambda: E(3, 4).pad(((1, 1), (0, 0))) * E(5, 4),
   "pad_mul2": lambda: E(5, 2).pad(((2, 3), (0, 0))) * E(10, 2),
+  "fp8_add": lambda: E(512, dtype=dtypes.fp8e4m3) + E(512, dtype=dtypes.fp8e4m3),
+  "fp8_from_float": lambda: E(512).cast(dtypes.fp8e5m2),
+  "fp8_to_float": lambda: E(512, dtype=dtypes.fp8e4m3).float() * 2,
 }
 
 def dump(name, make, ren):

@@ -363,7 +363,7 @@ TEST(DType, FromName) {
 }
 
 TEST(DType, FromNameUnknownThrows) {
-  for (const char* bad : {"float31", "", "int 32", "dtypes.float", "fp8e4m3"}) {
+  for (const char* bad : {"float31", "", "int 32", "dtypes.float", "float8_e4m3"}) {
     try {
       (void)from_name(bad);
       ADD_FAILURE() << "no throw for '" << bad << "'";

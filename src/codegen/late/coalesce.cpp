@@ -69,6 +69,8 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
     if (k.buf.addrspace() == AddrSpace::REG) lengths = {w, 8, 4};  // the renderer aligns float register arrays of 4 and more
     else if (simd && dt == dtypes::float32) lengths = {w, 8, 4, 2};  // lanes as wide as the accumulators'
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
+    // fp8 as tinygrad, where the dialect has fp8 types (CUDA's); stored as bytes they stay scalar (their casts are bit ops)
+    else if (dt.is_fp8() && ren.render_dtype(dt, 1, AddrSpace::REG) != "unsigned char" && ren.render_dtype(dt, 1, AddrSpace::REG) != "uchar") lengths = {4, 2};
     lengths.push_back(1);
     std::vector<std::vector<int64_t>> grouped;
     int64_t prev = 0;
