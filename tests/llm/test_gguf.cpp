@@ -405,3 +405,26 @@ TEST(GGUF, FuzzTruncateAndCorrupt) {
   std::ofstream(p, std::ios::binary).write("GGUF\x03\0\0\0", 8);
   EXPECT_NE(error_of([&] { gguf_load(p); }).find("truncated"), std::string::npos);
 }
+
+// the grid types' decode (a codebook lookup: a one-hot reduce over the grid) still fuses into its reader: the block
+// bytes' copy off DISK and one kernel
+TEST(GGUF, GridDecodeFuses) {
+  NEED_FILES();
+  GGUF g = gguf_load(files().path("all.gguf"));
+  for (const char* name : {"q.IQ3_XXS", "q.IQ3_S", "q.IQ2_S"}) {
+    SCOPED_TRACE(name);
+    Tensor rows_t = g.tensor(name).sum(1);
+    Schedule s = Tensor::schedule_linear({rows_t});
+    EXPECT_EQ(s.size(), 2u) << s.str();
+    s.run();
+    std::vector<float> ref(3 * 512), rows = rows_t.to_vector<float>();
+    std::vector<uint8_t> b = read_file(files().path(std::string("ref/") + name + ".bin"));
+    ASSERT_EQ(b.size(), ref.size() * 4);
+    std::memcpy(ref.data(), b.data(), b.size());
+    for (int r = 0; r < 3; r++) {
+      double sum = 0;
+      for (int i = 0; i < 512; i++) sum += ref[size_t(r * 512 + i)];
+      EXPECT_NEAR(rows[size_t(r)], sum, 1e-3 * (1 + std::abs(sum)));
+    }
+  }
+}

@@ -1,7 +1,7 @@
 // tg::llm's model against an independent float64 numpy forward (tests/llm/llm_oracle.py, which reads the files with
 // gguf-py's GGUFReader) on tiny random models that gguf-py's writer makes: llama (SentencePiece), llama with GQA, linear
 // rope scaling and tied embeddings (byte-level BPE), qwen2 (neox rope, q/k/v biases, one kv head), qwen3 (q/k norm, head
-// dim != dim / heads) and a Q8_0/Q4_0 llama (the oracle dequantizes with gguf.quants). Log-probs of every position
+// dim != dim / heads), a Q8_0/Q4_0 llama and an IQ3_XXS/IQ3_S/IQ2_S one (the oracle dequantizes with gguf.quants). Log-probs of every position
 // within 1e-4 whole, in chunks and token by token through the KV cache; greedy continuations equal. The sampler against
 // hand-derived distributions; chat templates against llama.cpp's formats written out by hand; build/tg-llm as a user
 // runs it.
@@ -159,6 +159,15 @@ TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q4_0);
   EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::Q8_0);
   expect_logprobs(m.logits(PROMPT, 0, true, 7), m.config().vocab_size, oracle("quant", PROMPT));
+}
+
+TEST(LlmModel, GridQuantizedMatchesDequantizedOracle) {
+  NEED_MODELS();
+  Model m = Model::load(models().model("grid"));
+  EXPECT_EQ(m.gguf().info("blk.0.attn_k.weight").type, gguf::GGMLType::IQ3_XXS);
+  EXPECT_EQ(m.gguf().info("blk.0.ffn_up.weight").type, gguf::GGMLType::IQ2_S);
+  EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::IQ3_S);
+  expect_logprobs(m.logits(PROMPT, 0, true, 5), m.config().vocab_size, oracle("grid", PROMPT));
 }
 
 TEST(LlmModel, TokenizerAndTemplateFromGguf) {
