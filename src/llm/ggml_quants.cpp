@@ -155,6 +155,7 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type) {
   if (!ggml_type_known(uint32_t(type))) throw Error("ggml_data_to_tensor: " + name);
   if (!ggml_type_supported(type)) throw Error("ggml_data_to_tensor: type " + name + " is not supported yet");
   auto [blck, bytes] = ggml_block(type);
+  if (DType dt = native_dtype(type); dt != dtypes::void_ && t.ndim() == 1 && t.dtype() == dt && t.shape()[0] == n) return t;
   if (t.ndim() != 1 || t.dtype() != dtypes::uint8) throw Error("ggml_data_to_tensor: needs a 1-D uint8 tensor of raw bytes, got " + t.shape_str() + " " + std::string(t.dtype().name()));
   if (n < 0 || n % blck) throw Error("ggml_data_to_tensor: " + std::to_string(n) + " elements are not whole " + name + " blocks of " + std::to_string(blck));
   if (t.shape()[0] != n / blck * bytes)
@@ -163,6 +164,10 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type) {
   if (DType dt = native_dtype(type); dt != dtypes::void_) return t.bitcast(dt);
   if (n == 0) return Tensor::empty({0}, dtypes::float32, t.device().value_or(""));
   return dequant(t.reshape({n / blck, bytes}), type).flatten();
+}
+
+Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device) {
+  return native_dtype(type) != dtypes::void_ ? ggml_data_to_tensor(t, n, type).to(device) : t.to(device);
 }
 
 }  // namespace tg::gguf
