@@ -353,12 +353,29 @@ TEST(LlmCli, CompletesChatsAndReportsSpeed) {
   EXPECT_EQ(turns, 2u) << chat.out;
 }
 
+// tg-llm bench: positive speeds, and the weight bytes a decoded token reads (every tensor but the untied embedding
+// table) as GGUFReader counts them
+TEST(LlmCli, BenchReportsSpeedsAndWeightBytes) {
+  NEED_MODELS();
+  std::string m = q(models().model("quant"));
+  Proc r = sh(q(TG_LLM_CLI) + " bench --model " + m + " -p 8 -n 4 --reps 1 --ctx 64 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  double pp = 0, tg = 0, first_ms = 0, rss = 0;
+  long long wbytes = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%lf %lf %lf %lf %lld", &pp, &tg, &first_ms, &rss, &wbytes), 5) << r.out;
+  EXPECT_GT(pp, 0); EXPECT_GT(tg, 0); EXPECT_GT(first_ms, 0); EXPECT_GT(rss, 1);
+  Proc ref = sh(q(TG_PYTHON) + " -c 'import gguf, sys; print(sum(int(t.n_bytes) for t in gguf.GGUFReader(sys.argv[1]).tensors if t.name != \"token_embd.weight\"))' " + m);
+  ASSERT_EQ(ref.rc, 0) << ref.out;
+  EXPECT_EQ(wbytes, std::stoll(ref.out));
+}
+
 TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {
   NEED_MODELS();
   std::string cli = q(TG_LLM_CLI), m = q(models().model("llama"));
   for (std::string args : std::vector<std::string>{" --model /nonexistent.gguf --prompt x", " --prompt x", " --model " + m + " --temp hot", " --model " + m + " --bogus 1",
                            " logprobs --model " + m + " --tokens 1,,2", " logprobs --model " + m + " --tokens 1,99999",
-                           " logprobs --model " + m, " --model " + m + " -n"}) {
+                           " logprobs --model " + m, " --model " + m + " -n", " bench --model " + m + " -p 0",
+                           " bench --model " + m + " -p 60 -n 10 --ctx 64"}) {
     Proc r = sh(cli + args + " 2>&1 </dev/null");
     EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
     EXPECT_EQ(r.out.rfind("tg-llm: ", 0), 0u) << args << "\n" << r.out;
