@@ -44,7 +44,7 @@ for t in ${TYPES:-F16 Q8_0 Q4_K}; do
 import csv, sys
 r = {("pp" if int(x["n_prompt"]) else "tg"): float(x["avg_ts"]) for x in csv.DictReader(sys.stdin)}
 print(r["pp"], r["tg"])')
-  o=$(NUM_CPU_THREADS=$threads "$build/tg-llm" bench --model "$m" -p "$pp" -n "$tg" --reps "$reps" 2>/dev/null | tail -1)
+  o=$(NUM_CPU_THREADS=$threads "$build/tg-llm" bench --model "$m" -p "$pp" -n "$tg" --reps "$reps" --ctx $((pp + tg)) 2>/dev/null | tail -1)
   # o: "pp_tok_s tg_tok_s first_token_ms peak_rss_mib weight_bytes_per_token"
   "$py" - "$t" $l $o "$bw" <<'PY'
 import sys

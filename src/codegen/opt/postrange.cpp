@@ -447,13 +447,16 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
               simd_upcast(k, big ? k.ren.vector_width : 8, big ? 16 : 4);
 
-  // more upcasts of non reduce axes
+  // more upcasts of non reduce axes. A reduce on a CPU with SIMD kernels gets one even with a small output (a
+  // matrix-vector product of a few hundred rows): each upcast row is its own accumulator, where one row's sum is a chain
+  // of dependent adds that runs at the adder's latency
   std::set<int64_t> upcasted_axis;
+  bool cpu_reduce = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty();
   while (true) {
     auto fs = k.full_shape();
     int64_t p = 1;
     for (auto i : k.upcastable_dims()) p *= k.output_shape()[i];
-    if (!(p >= 1024 && k.upcast_size() < 32)) break;
+    if (!((p >= 1024 || (cpu_reduce && p >= 64 && upcasted_axis.empty())) && k.upcast_size() < 32)) break;
     std::vector<std::array<int64_t, 4>> xb;
     auto rs = k.rngs();
     auto bufs = k.bufs();
