@@ -20,8 +20,11 @@ if [ ! -x "$lb" ]; then
   tarball=$(ls "$cache"/sdist/llama_cpp_python-*.tar.gz | sort -V | tail -1)
   src=$cache/src/$(basename "$tarball" .tar.gz)
   [ -d "$src" ] || { mkdir -p "$cache/src"; tar xzf "$tarball" -C "$cache/src"; }
-  # the CPU backend as llama.cpp builds it by default (native ISA, OpenMP); no server, tests or examples
+  # the CPU backend as llama.cpp builds it by default (native ISA, OpenMP); no server, tests or examples. Without AMX:
+  # its tiles need a permission from the kernel that VMs may not grant (llama-bench dies of SIGILL in its Q8_0 matmul)
+  noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   cmake -S "$src/vendor/llama.cpp" -B "$cache/llama.cpp-build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
   cmake --build "$cache/llama.cpp-build" --target llama-bench -j"$threads"
 fi
@@ -32,7 +35,9 @@ for t in ${TYPES:-F16 Q8_0 Q4_K}; do
 done
 
 # ** 3. DRAM read bandwidth **
-bw=$("$build/bench/dram_bw" | tee /dev/stderr | awk '/^dram_read_GBps/ {print $2}')
+dram=$("$build/bench/dram_bw")
+echo "$dram"
+bw=$(awk '/^dram_read_GBps/ {print $2}' <<<"$dram")
 
 # ** 4. both engines on each file **
 echo "threads $threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
