@@ -1,5 +1,5 @@
 // A matrix-vector product on the CPU with SIMD kernels (decode's shape: a few hundred rows, under the 1024 outputs
-// where tinygrad's heuristic starts upcasting): its rows are upcast, one accumulator each, so the sums are not one
+// where tinygrad's heuristic starts upcasting): 8 of its rows are upcast, one accumulator each, so the sums are not one
 // chain of dependent adds; with SIMD=0 the kernel stays tinygrad's. Values against a plain double loop.
 #include <gtest/gtest.h>
 
@@ -30,8 +30,8 @@ TEST(Matvec, RowsAreUpcastOnSimdCpus) {
     ClangRenderer ren;
     ren.vector_width = width;
     Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(ren)));
-    bool rows = false;
-    for (auto& o : k.applied_opts) rows |= o.op == OptOps::UPCAST && o.axis == 0;
+    bool rows = false;  // 8 rows: 8 sums in flight
+    for (auto& o : k.applied_opts) rows |= o == Opt{OptOps::UPCAST, 0, Arg(int64_t(8))};
     EXPECT_TRUE(rows) << "width " << width;
   }
   Context tinygrad_kernels({{"SIMD", 0}});
