@@ -4,6 +4,10 @@
 //   tg-llm --model m.gguf                                                  chat: one user message per stdin line, EOF ends
 //   tg-llm logprobs --model m.gguf --tokens 1,5,17 [--chunk N]             log-softmax of every position as JSON
 //   tg-llm serve --model m.gguf --port 8080 [--host 127.0.0.1]              an OpenAI-style HTTP server and a chat page
+//   tg-llm bench --model m.gguf -p 128 -n 128 [--reps R]                   prompt and decode tok/s (llama-bench's pp / tg)
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -22,7 +26,7 @@ namespace {
 struct Options {
   std::string cmd = "run", model, prompt, tokens, device, host = "127.0.0.1";
   bool has_prompt = false;
-  int64_t n = 256, max_context = 4096, chunk = 32, port = 8080;
+  int64_t n = 256, max_context = 4096, chunk = 32, port = 8080, pp = 128, reps = 3;
   llm::SamplerParams sp;
 };
 
@@ -32,19 +36,23 @@ void usage() {
       "              [--repeat-penalty R] [--repeat-last-n N] [--ctx N] [--chunk N] [--device DEV]\n"
       "       tg-llm logprobs --model FILE --tokens ID,ID,... [--ctx N] [--chunk N] [--device DEV]\n"
       "       tg-llm serve --model FILE [--port P] [--host H] [--ctx N] [--chunk N] [--device DEV]\n"
+      "       tg-llm bench --model FILE [-p N] [-n N] [--reps R] [--device DEV]\n"
       "  With --prompt, completes TEXT (raw, BOS as the tokenizer adds it) and prints the prompt and decode speeds.\n"
       "  Without it, chats: each line of stdin is a user message (the model's chat template), EOF ends.\n"
       "  Sampling defaults as llama.cpp's: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1; --temp 0 is greedy.\n"
       "  --ctx caps the context (the KV cache's length) at N, default 4096 (0: the model's context_length).\n"
       "  serve answers POST /v1/chat/completions, /v1/completions (OpenAI's API, stream: true as server-sent events),\n"
       "  GET /v1/models, /health and / (a chat page) at http://H:P (default 127.0.0.1:8080; --port 0 picks a free port).\n"
-      "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n");
+      "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n"
+      "  bench times, as llama-bench does, a prompt of -p random tokens (default 128, one chunk) and -n decoded tokens (default\n"
+      "  128, greedy, from an empty cache), after a warm-up run that compiles the kernels, averaged over R runs (default 3).\n"
+      "  Its last line: prompt tok/s, decode tok/s, first-token ms (the warm prompt), peak RSS MiB, weight bytes per token.\n");
 }
 
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
-  if (argc > 1 && (std::string(argv[1]) == "logprobs" || std::string(argv[1]) == "serve")) o.cmd = argv[1], i = 2;
+  if (argc > 1 && (std::string(argv[1]) == "logprobs" || std::string(argv[1]) == "serve" || std::string(argv[1]) == "bench")) o.cmd = argv[1], i = 2;
   for (; i < argc; i++) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") usage(), std::exit(0);
@@ -59,6 +67,8 @@ Options parse(int argc, char** argv) {
       if (used != v.size() || v.empty()) throw tg::Error("option " + a + ": '" + v + "' is not a number");
     };
     if (a == "--model" || a == "-m") o.model = v;
+    else if (o.cmd == "bench" && a == "-p") num(o.pp);
+    else if (a == "--reps") num(o.reps);
     else if (a == "--prompt" || a == "-p") o.prompt = v, o.has_prompt = true;
     else if (a == "--tokens") o.tokens = v;
     else if (a == "--device") o.device = v;
@@ -80,6 +90,7 @@ Options parse(int argc, char** argv) {
   if (o.cmd == "logprobs" && o.tokens.empty()) throw tg::Error("logprobs needs --tokens ID,ID,...");
   if (o.n < 0 || o.chunk < 1 || o.max_context < 0) throw tg::Error("-n and --ctx must be >= 0 and --chunk >= 1");
   if (o.port < 0 || o.port > 65535) throw tg::Error("--port must be in 0..65535");
+  if (o.cmd == "bench" && (o.pp < 1 || o.n < 1 || o.reps < 1)) throw tg::Error("bench needs -p, -n and --reps >= 1");
   return o;
 }
 
@@ -118,6 +129,48 @@ int logprobs(llm::Model& m, const Options& o) {
     out += "]";
   }
   std::printf("%s]}\n", out.c_str());
+  return 0;
+}
+
+int bench(llm::Model& m, const Options& o) {
+  using clock = std::chrono::steady_clock;
+  const llm::Config& c = m.config();
+  if (o.pp + o.n > c.max_context) throw tg::Error("bench: -p + -n exceed the context of " + std::to_string(c.max_context) + " (--ctx)");
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < o.pp; i++) prompt.push_back(int32_t(3 + (i * 7919) % (c.vocab_size - 3)));
+  auto secs = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
+  auto run_pp = [&] { m.logits(prompt, 0, false, o.pp); };
+  auto run_tg = [&](int64_t n) {
+    int32_t t = 1;
+    for (int64_t p = 0; p < n; p++) {
+      std::vector<float> l = m.logits(std::span<const int32_t>(&t, 1), p);
+      t = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    }
+  };
+  auto t0 = clock::now();
+  run_pp();
+  double cold = secs(t0);
+  run_tg(2);
+  double pp_s = 0, tg_s = 0;
+  for (int64_t r = 0; r < o.reps; r++) {
+    auto a = clock::now();
+    run_pp();
+    pp_s += secs(a), a = clock::now();
+    run_tg(o.n);
+    tg_s += secs(a);
+  }
+  pp_s /= double(o.reps), tg_s /= double(o.reps);
+  // the bytes decode reads per token: every weight but the embedding table, of which it needs one row (a tied table is
+  // read whole as the output)
+  int64_t wbytes = 0;
+  for (auto& t : m.gguf().tensors) wbytes += t.nbytes;
+  if (!c.tied_embeddings) wbytes -= m.gguf().info("token_embd.weight").nbytes;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::fprintf(stderr, "pp%lld: %.2f tok/s (first token %.1f ms warm, %.1f ms cold) | tg%lld: %.2f tok/s (%.2f ms/token, %.1f MB weights) | peak RSS %.1f MiB\n",
+               (long long)o.pp, double(o.pp) / pp_s, pp_s * 1e3, cold * 1e3, (long long)o.n, double(o.n) / tg_s, tg_s / double(o.n) * 1e3,
+               double(wbytes) / 1e6, double(ru.ru_maxrss) / 1024);
+  std::printf("%.3f %.3f %.3f %.1f %lld\n", double(o.pp) / pp_s, double(o.n) / tg_s, pp_s * 1e3, double(ru.ru_maxrss) / 1024, (long long)wbytes);
   return 0;
 }
 
@@ -177,7 +230,7 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     llm::Model m = llm::Model::load(o.model, o.max_context, o.device);
     if (o.cmd == "serve") return serve(m, {.model_path = o.model, .host = o.host, .port = int(o.port), .chunk = o.chunk});
-    return o.cmd == "logprobs" ? logprobs(m, o) : run(m, o);
+    return o.cmd == "logprobs" ? logprobs(m, o) : o.cmd == "bench" ? bench(m, o) : run(m, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg-llm: %s\n", e.what());
     return 1;

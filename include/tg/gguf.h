@@ -63,8 +63,13 @@ std::pair<int64_t, int64_t> ggml_block(GGMLType type);
 
 // the n elements held by raw ggml data `t` (a 1-D uint8 tensor of exactly n / block * block bytes, on a device that runs
 // kernels) as a 1-D tensor: the native dtype for F32/F16/BF16/F64/I8..I64, float32 for the quantized types.
-// Throws tg::Error for an unsupported type, n not a multiple of the block size, or a size that does not match
+// Throws tg::Error for an unsupported type, n not a multiple of the block size, or a size that does not match.
+// A native type's data may also come already typed (what ggml_data_to_device gives): it is returned as it is
 Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type);
+// raw ggml data `t` (as above, e.g. a view of a DISK file) moved to `device` in the form its readers want: a native type
+// reinterpreted where it lies, so the copy is typed and the kernels read float16s (not bytes assembled into them on every
+// use); quantized blocks as their bytes. ggml_data_to_tensor of the result decodes it
+Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device);
 
 // ** files **
 

@@ -2,6 +2,7 @@
 // bytes; a quantized tensor is reshaped into its blocks (nb, block bytes) and each field is unpacked with shifts, masks
 // and casts, so the decode fuses into whatever reads it. Block layouts: ggml-common.h; the float ops are done in the
 // order ggml's reference dequantizers use, so results match them bit for bit.
+#include "llm/ggml_iq_grids.h"
 #include "tg/gguf.h"
 
 namespace tg::gguf {
@@ -36,6 +37,13 @@ Tensor lut16(const Tensor& q, const int (&k)[16]) {
   for (int i = 1; i < 16; i++) r = (q == Tensor(i)).where(Tensor(float(k[i]), dtypes::float32), r);
   return r;
 }
+// the IQ types' codebook (entries of w values) as a float32 Tensor on `dev`, looked up by index (a one-hot reduce)
+template <size_t N> Tensor iq_grid(const uint8_t (&g)[N], int64_t w, const std::optional<std::string>& dev) {
+  return Tensor::from_vector(std::vector<uint8_t>(g, g + N), {int64_t(N) / w, w}, dtypes::float32, dev.value_or(""));
+}
+// the 8 bits of each byte as a new last axis; `x` negated where the bit is set (ggml's sign bits: exact, as x * -1)
+Tensor bits8(const Tensor& q) { return spread(q, q.ndim(), {0, 1, 2, 3, 4, 5, 6, 7}) & Tensor(1); }
+Tensor signed_by(const Tensor& x, const Tensor& bits) { return (bits != Tensor(0)).where(-x, x); }
 constexpr int IQ4NL_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 constexpr int E2M1_TWICE[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};  // MXFP4's fp4 values, doubled
 
@@ -104,6 +112,29 @@ Tensor dequant(const Tensor& b, GGMLType type) {
       Tensor q = (spread(cols(b, 8, 136).reshape({-1, 8, 16}), 2, {0, 4}) & Tensor(0xF)).reshape({-1, 8, 32});
       return (dl * lut16(q, IQ4NL_LEVELS)).flatten(1);
     }
+    case GGMLType::IQ3_XXS: {  // d, qs[64] (grid indices), 8 words: 4 x 7 sign bits (the 8th: their parity), 4-bit scale
+      Tensor w = cols(b, 66, 98).bitcast(dtypes::uint32);
+      Tensor db = (half_at(b, 0) * (f32(w >> Tensor(28)) + 0.5f) * 0.5f).reshape({-1, 8, 1, 1});
+      Tensor s = spread(w, 2, {0, 7, 14, 21}) & Tensor(0x7F), p = s;
+      for (int i = 1; i < 7; i++) p = p ^ (s >> Tensor(i));
+      Tensor grid = iq_grid(iq::IQ3XXS_GRID, 4, b.device())[cols(b, 2, 66).cast(dtypes::int32)].reshape({-1, 8, 4, 8});
+      return signed_by(db * grid, bits8(s | ((p & Tensor(1)) << Tensor(7)))).flatten(1);
+    }
+    case GGMLType::IQ3_S: {  // d, qs[64] (low 8 bits of 9-bit grid indices), qh[8] (9th bits), signs[32], scales[4] (4 bits)
+      Tensor sc = (spread(cols(b, 106, 110), 2, {0, 4}) & Tensor(0xF)).flatten(1);
+      Tensor db = (half_at(b, 0) * f32(sc * 2 + 1)).reshape({-1, 8, 1, 1});
+      Tensor idx = cols(b, 2, 66).cast(dtypes::int32) | (bits8(cols(b, 66, 74)).flatten(1).cast(dtypes::int32) << Tensor(8));
+      Tensor grid = iq_grid(iq::IQ3S_GRID, 4, b.device())[idx].reshape({-1, 8, 4, 8});
+      return signed_by(db * grid, bits8(cols(b, 74, 106)).reshape({-1, 8, 4, 8})).flatten(1);
+    }
+    case GGMLType::IQ2_S: {  // d, qs[32] (low 8 bits of 10-bit grid indices), signs[32], qh[8] (2 high bits each), scales[8]
+      Tensor sc = (spread(cols(b, 74, 82), 2, {0, 4}) & Tensor(0xF)).flatten(1);
+      Tensor db = (half_at(b, 0) * (f32(sc) + 0.5f) * 0.25f).reshape({-1, 16, 1, 1});
+      Tensor qh = (spread(cols(b, 66, 74), 2, {0, 2, 4, 6}) & Tensor(3)).flatten(1);
+      Tensor idx = cols(b, 2, 34).cast(dtypes::int32) | (qh.cast(dtypes::int32) << Tensor(8));
+      Tensor grid = iq_grid(iq::IQ2S_GRID, 8, b.device())[idx].reshape({-1, 16, 2, 8});
+      return signed_by(db * grid, bits8(cols(b, 34, 66)).reshape({-1, 16, 2, 8})).flatten(1);
+    }
     default: throw Error("ggml_data_to_tensor: internal: no decoder for " + ggml_type_name(uint32_t(type)));
   }
 }
@@ -114,7 +145,7 @@ bool ggml_type_supported(GGMLType t) {
   switch (t) {
     case GGMLType::Q4_0: case GGMLType::Q4_1: case GGMLType::Q5_0: case GGMLType::Q5_1: case GGMLType::Q8_0: case GGMLType::IQ4_NL:
     case GGMLType::Q2_K: case GGMLType::Q3_K: case GGMLType::Q4_K: case GGMLType::Q5_K: case GGMLType::Q6_K: case GGMLType::IQ4_XS:
-    case GGMLType::MXFP4: return true;
+    case GGMLType::MXFP4: case GGMLType::IQ3_XXS: case GGMLType::IQ3_S: case GGMLType::IQ2_S: return true;
     default: return native_dtype(t) != dtypes::void_;
   }
 }
@@ -124,6 +155,7 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type) {
   if (!ggml_type_known(uint32_t(type))) throw Error("ggml_data_to_tensor: " + name);
   if (!ggml_type_supported(type)) throw Error("ggml_data_to_tensor: type " + name + " is not supported yet");
   auto [blck, bytes] = ggml_block(type);
+  if (DType dt = native_dtype(type); dt != dtypes::void_ && t.ndim() == 1 && t.dtype() == dt && t.shape()[0] == n) return t;
   if (t.ndim() != 1 || t.dtype() != dtypes::uint8) throw Error("ggml_data_to_tensor: needs a 1-D uint8 tensor of raw bytes, got " + t.shape_str() + " " + std::string(t.dtype().name()));
   if (n < 0 || n % blck) throw Error("ggml_data_to_tensor: " + std::to_string(n) + " elements are not whole " + name + " blocks of " + std::to_string(blck));
   if (t.shape()[0] != n / blck * bytes)
@@ -132,6 +164,10 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type) {
   if (DType dt = native_dtype(type); dt != dtypes::void_) return t.bitcast(dt);
   if (n == 0) return Tensor::empty({0}, dtypes::float32, t.device().value_or(""));
   return dequant(t.reshape({n / blck, bytes}), type).flatten();
+}
+
+Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device) {
+  return native_dtype(type) != dtypes::void_ ? ggml_data_to_tensor(t, n, type).to(device) : t.to(device);
 }
 
 }  // namespace tg::gguf

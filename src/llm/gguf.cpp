@@ -84,7 +84,7 @@ Tensor GGUF::tensor(const std::string& name, const std::string& device) const {
   if (t.split >= parts.size()) throw Error("gguf: tensor \"" + name + "\" is in part " + std::to_string(t.split + 1) + ", which was not loaded");
   int64_t b = int64_t(parts[t.split].data_start + t.offset);
   Tensor raw = t.nbytes ? parts[t.split].file.shrink({{b, b + t.nbytes}}) : Tensor::empty({0}, dtypes::uint8);
-  return ggml_data_to_tensor(raw.to(device), t.numel(), t.type).reshape(t.shape);
+  return ggml_data_to_tensor(ggml_data_to_device(raw, t.numel(), t.type, device), t.numel(), t.type).reshape(t.shape);
 }
 
 std::map<std::string, Tensor> GGUF::state_dict(const std::string& device) const {

@@ -1,6 +1,6 @@
 // The llama-family transformer of a GGUF file (tinygrad's llm/model.py, llama.cpp's metadata keys and RoPE types):
-// 1. config and vocab from the metadata, 2. weights (raw bytes on the device, decoded in the kernels that read them),
-// 3. forward with the KV cache, 4. logits in chunks.
+// 1. config and vocab from the metadata, 2. weights (native types typed on the device, quantized ones as raw bytes
+// decoded in the kernels that read them), 3. forward with the KV cache, 4. logits in chunks.
 #include <algorithm>
 #include <cmath>
 
@@ -131,7 +131,7 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
     if (t.shape != shape) throw Error("llm: tensor " + name + " has shape " + shape_s(t.shape) + ", expected " + shape_s(shape));
     if (!gguf::ggml_type_supported(t.type)) throw Error("llm: tensor " + name + " has type " + gguf::ggml_type_name(uint32_t(t.type)) + ", which is not supported");
     int64_t b = int64_t(g_.parts.at(t.split).data_start + t.offset);
-    Tensor r = g_.parts[t.split].file.shrink({{b, b + t.nbytes}}).to(dev_).contiguous();
+    Tensor r = gguf::ggml_data_to_device(g_.parts[t.split].file.shrink({{b, b + t.nbytes}}), t.numel(), t.type, dev_).contiguous();
     raw.push_back(r);
     return gguf::ggml_data_to_tensor(r, t.numel(), t.type).reshape(shape).cast(dtypes::float32);
   };

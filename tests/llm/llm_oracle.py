@@ -43,7 +43,18 @@ MODELS = {  # name: arch, sizes, tokenizer, options
   "qwen3": dict(arch="qwen3", dim=64, ffn=128, layers=2, heads=4, kv=2, head_dim=32, qk_norm=True,
                 vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
   "quant": dict(arch="llama", dim=64, ffn=128, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q8_0, "ffn": Q.Q4_0, "token_embd": Q.Q8_0}),
+  # the codebook types (gguf-py cannot quantize to them: random blocks, each block's scale set to the weight's spread)
+  "grid": dict(arch="llama", dim=256, ffn=256, layers=1, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.IQ3_XXS, "ffn": Q.IQ2_S, "token_embd": Q.IQ3_S}),
 }
+GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
+
+def grid_blocks(rng, shape, std, q):  # random blocks of a type whose first field is the float16 d, each block of spread `std`
+  blck, nbytes = gguf.GGML_QUANT_SIZES[q]
+  raw = rng.integers(0, 256, (int(np.prod(shape)) // blck, nbytes), dtype=np.uint8)
+  raw[:, 0:2] = np.full((raw.shape[0], 1), 1.0, np.float16).view(np.uint8)
+  d = std / gguf.quants.dequantize(raw, q).std(-1, keepdims=True)  # the values are linear in d
+  raw[:, 0:2] = d.astype(np.float16).view(np.uint8)
+  return raw.reshape(*shape[:-1], shape[-1] // blck * nbytes)
 
 def write(path, name, seed):
   c, rng = MODELS[name], np.random.default_rng(seed)
@@ -62,7 +73,8 @@ def write(path, name, seed):
   def t(name, *shape, scale=None, kind=None):  # a random tensor, quantized when the model says so
     a = (rng.standard_normal(shape) * (scale if scale is not None else shape[-1] ** -0.5 * 1.5)).astype(np.float32)
     q = c.get("quant", {}).get(kind)
-    if q is not None: w.add_tensor(name, gguf.quants.quantize(a, q), raw_dtype=q)
+    if q in GRID_TYPES: w.add_tensor(name, grid_blocks(rng, shape, a.std(), q), raw_dtype=q)
+    elif q is not None: w.add_tensor(name, gguf.quants.quantize(a, q), raw_dtype=q)
     else: w.add_tensor(name, a)
   norm = lambda name, n: w.add_tensor(name, (1 + 0.2 * rng.standard_normal(n)).astype(np.float32))
   t("token_embd.weight", n_vocab, d, scale=1.0, kind="token_embd")

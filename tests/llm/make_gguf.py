@@ -44,7 +44,8 @@ def random_blocks(rows, nblocks, nbytes, f16_offsets):  # random bytes, with fin
   for o in f16_offsets: raw[:, o:o+2] = rng.standard_normal((raw.shape[0], 1)).astype(np.float16).view(np.uint8)
   return raw.reshape(rows, nblocks * nbytes)
 QUANT_F16 = {Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0], Q.IQ4_NL: [0], Q.Q2_K: [80, 82],
-             Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.IQ4_XS: [0], Q.MXFP4: []}
+             Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.IQ4_XS: [0], Q.MXFP4: [],
+             Q.IQ3_XXS: [0], Q.IQ3_S: [0], Q.IQ2_S: [0]}
 
 tensors, manifest_tensors = [], []  # (name, array, raw_dtype), manifest entries
 def add_native(name, a):

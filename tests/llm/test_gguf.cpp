@@ -242,7 +242,7 @@ TEST(GGUF, DataToTensorChecks) {
   Tensor raw = Tensor::zeros({36}, dtypes::uint8).contiguous();
   EXPECT_NE(error_of([&] { ggml_data_to_tensor(raw, 64, GGMLType::Q8_0); }).find("68 bytes"), std::string::npos);
   EXPECT_NE(error_of([&] { ggml_data_to_tensor(raw, 40, GGMLType::Q8_0); }).find("whole Q8_0 blocks"), std::string::npos);
-  EXPECT_NE(error_of([&] { ggml_data_to_tensor(raw.cast(dtypes::int8), 36, GGMLType::I8); }).find("uint8"), std::string::npos);
+  EXPECT_NE(error_of([&] { ggml_data_to_tensor(raw.cast(dtypes::int16), 36, GGMLType::I8); }).find("uint8"), std::string::npos);
   EXPECT_NE(error_of([&] { ggml_data_to_tensor(raw, 1, GGMLType(77)); }).find("unknown type 77"), std::string::npos);
   EXPECT_EQ(ggml_data_to_tensor(raw, 9, GGMLType::F32).shape(), Shape{9});
   EXPECT_NE(error_of([] { gguf_load("/nonexistent/x.gguf"); }).find("no such file"), std::string::npos);
@@ -404,4 +404,47 @@ TEST(GGUF, FuzzTruncateAndCorrupt) {
   EXPECT_NE(error_of([&] { gguf_load(p); }).find("runs past the end"), std::string::npos);
   std::ofstream(p, std::ios::binary).write("GGUF\x03\0\0\0", 8);
   EXPECT_NE(error_of([&] { gguf_load(p); }).find("truncated"), std::string::npos);
+}
+
+// the grid types' decode (a codebook lookup: a one-hot reduce over the grid) still fuses into its reader: the block
+// bytes' copy off DISK and one kernel
+TEST(GGUF, GridDecodeFuses) {
+  NEED_FILES();
+  GGUF g = gguf_load(files().path("all.gguf"));
+  for (const char* name : {"q.IQ3_XXS", "q.IQ3_S", "q.IQ2_S"}) {
+    SCOPED_TRACE(name);
+    Tensor rows_t = g.tensor(name).sum(1);
+    Schedule s = Tensor::schedule_linear({rows_t});
+    EXPECT_EQ(s.size(), 2u) << s.str();
+    s.run();
+    std::vector<float> ref(3 * 512), rows = rows_t.to_vector<float>();
+    std::vector<uint8_t> b = read_file(files().path(std::string("ref/") + name + ".bin"));
+    ASSERT_EQ(b.size(), ref.size() * 4);
+    std::memcpy(ref.data(), b.data(), b.size());
+    for (int r = 0; r < 3; r++) {
+      double sum = 0;
+      for (int i = 0; i < 512; i++) sum += ref[size_t(r * 512 + i)];
+      EXPECT_NEAR(rows[size_t(r)], sum, 1e-3 * (1 + std::abs(sum)));
+    }
+  }
+}
+
+// a native type is copied to the device as its dtype: the kernels reading it load float16s / float32s, with no BITCAST
+// assembling them from bytes on every use; quantized blocks stay bytes
+TEST(GGUF, NativeTypesReachTheDeviceTyped) {
+  NEED_FILES();
+  GGUF g = gguf_load(files().path("all.gguf"));
+  for (const char* name : {"native.f16", "native.f32", "q.Q8_0"}) {
+    SCOPED_TRACE(name);
+    const TensorInfo& t = g.info(name);
+    int64_t b = int64_t(g.parts[0].data_start + t.offset);
+    Tensor stored = ggml_data_to_device(g.parts[0].file.shrink({{b, b + t.nbytes}}), t.numel(), t.type, "CPU").contiguous();
+    stored.realize();
+    bool native = t.type != GGMLType::Q8_0;
+    EXPECT_EQ(stored.dtype(), t.type == GGMLType::F16 ? dtypes::float16 : native ? dtypes::float32 : dtypes::uint8);
+    Tensor x = ggml_data_to_tensor(stored, t.numel(), t.type);
+    Schedule s = Tensor::schedule_linear({x.cast(dtypes::float32).sum()});
+    EXPECT_EQ(s.str().find("BITCAST") == std::string::npos, native) << s.str();
+    EXPECT_EQ(x.data(), g.tensor(name).data());
+  }
 }

@@ -1,7 +1,7 @@
 // tg::llm's model against an independent float64 numpy forward (tests/llm/llm_oracle.py, which reads the files with
 // gguf-py's GGUFReader) on tiny random models that gguf-py's writer makes: llama (SentencePiece), llama with GQA, linear
 // rope scaling and tied embeddings (byte-level BPE), qwen2 (neox rope, q/k/v biases, one kv head), qwen3 (q/k norm, head
-// dim != dim / heads) and a Q8_0/Q4_0 llama (the oracle dequantizes with gguf.quants). Log-probs of every position
+// dim != dim / heads), a Q8_0/Q4_0 llama and an IQ3_XXS/IQ3_S/IQ2_S one (the oracle dequantizes with gguf.quants). Log-probs of every position
 // within 1e-4 whole, in chunks and token by token through the KV cache; greedy continuations equal. The sampler against
 // hand-derived distributions; chat templates against llama.cpp's formats written out by hand; build/tg-llm as a user
 // runs it.
@@ -153,6 +153,15 @@ TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q4_0);
   EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::Q8_0);
   expect_logprobs(m.logits(PROMPT, 0, true, 7), m.config().vocab_size, oracle("quant", PROMPT));
+}
+
+TEST(LlmModel, GridQuantizedMatchesDequantizedOracle) {
+  NEED_MODELS();
+  Model m = Model::load(models().model("grid"));
+  EXPECT_EQ(m.gguf().info("blk.0.attn_k.weight").type, gguf::GGMLType::IQ3_XXS);
+  EXPECT_EQ(m.gguf().info("blk.0.ffn_up.weight").type, gguf::GGMLType::IQ2_S);
+  EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::IQ3_S);
+  expect_logprobs(m.logits(PROMPT, 0, true, 5), m.config().vocab_size, oracle("grid", PROMPT));
 }
 
 TEST(LlmModel, TokenizerAndTemplateFromGguf) {
@@ -338,12 +347,29 @@ TEST(LlmCli, CompletesChatsAndReportsSpeed) {
   EXPECT_EQ(turns, 2u) << chat.out;
 }
 
+// tg-llm bench: positive speeds, and the weight bytes a decoded token reads (every tensor but the untied embedding
+// table) as GGUFReader counts them
+TEST(LlmCli, BenchReportsSpeedsAndWeightBytes) {
+  NEED_MODELS();
+  std::string m = q(models().model("quant"));
+  Proc r = sh(q(TG_LLM_CLI) + " bench --model " + m + " -p 8 -n 4 --reps 1 --ctx 64 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  double pp = 0, tg = 0, first_ms = 0, rss = 0;
+  long long wbytes = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%lf %lf %lf %lf %lld", &pp, &tg, &first_ms, &rss, &wbytes), 5) << r.out;
+  EXPECT_GT(pp, 0); EXPECT_GT(tg, 0); EXPECT_GT(first_ms, 0); EXPECT_GT(rss, 1);
+  Proc ref = sh(q(TG_PYTHON) + " -c 'import gguf, sys; print(sum(int(t.n_bytes) for t in gguf.GGUFReader(sys.argv[1]).tensors if t.name != \"token_embd.weight\"))' " + m);
+  ASSERT_EQ(ref.rc, 0) << ref.out;
+  EXPECT_EQ(wbytes, std::stoll(ref.out));
+}
+
 TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {
   NEED_MODELS();
   std::string cli = q(TG_LLM_CLI), m = q(models().model("llama"));
   for (std::string args : std::vector<std::string>{" --model /nonexistent.gguf --prompt x", " --prompt x", " --model " + m + " --temp hot", " --model " + m + " --bogus 1",
                            " logprobs --model " + m + " --tokens 1,,2", " logprobs --model " + m + " --tokens 1,99999",
-                           " logprobs --model " + m, " --model " + m + " -n"}) {
+                           " logprobs --model " + m, " --model " + m + " -n", " bench --model " + m + " -p 0",
+                           " bench --model " + m + " -p 60 -n 10 --ctx 64"}) {
     Proc r = sh(cli + args + " 2>&1 </dev/null");
     EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
     EXPECT_EQ(r.out.rfind("tg-llm: ", 0), 0u) << args << "\n" << r.out;

@@ -447,19 +447,23 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
               simd_upcast(k, big ? k.ren.vector_width : 8, big ? 16 : 4);
 
-  // more upcasts of non reduce axes
+  // more upcasts of non reduce axes. A reduce on a CPU with SIMD kernels gets one of 8 even with a small output (a
+  // matrix-vector product of a few hundred rows): each upcast row is its own accumulator, where one row's sum is a chain
+  // of dependent adds that runs at the adder's latency
   std::set<int64_t> upcasted_axis;
+  bool cpu_reduce = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty();
   while (true) {
     auto fs = k.full_shape();
     int64_t p = 1;
     for (auto i : k.upcastable_dims()) p *= k.output_shape()[i];
-    if (!(p >= 1024 && k.upcast_size() < 32)) break;
+    if (!((p >= 1024 || (cpu_reduce && p >= 64 && upcasted_axis.empty())) && k.upcast_size() < 32)) break;
     std::vector<std::array<int64_t, 4>> xb;
     auto rs = k.rngs();
     auto bufs = k.bufs();
     auto ups = k.ranges_of({AxisType::UPCAST, AxisType::UNROLL});
+    bool small = cpu_reduce && p < 1024;  // 8 rows: 8 chains of adds in flight, each 4 long per unrolled step
     for (auto axis : k.upcastable_dims())
-      for (int64_t amt : {3, 4}) {
+      for (int64_t amt : small && fs[axis] % 8 == 0 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 4}) {
         if (upcasted_axis.count(axis) || fs[axis] % amt != 0) continue;
         const UOp& rng = rs[axis];
         bool any = false;
