@@ -26,6 +26,7 @@ PACKAGES=(
   dataset-fashion-mnist          # /usr/share/datasets/fashion-mnist: tg::nn::datasets::mnist and tests/nn
   fortunes                       # /usr/share/games/fortunes: the text tests/tokenizer trains its vocabularies on
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
+  libopenblas-dev # bench/gemm's anchor: OpenBLAS's cblas_sgemm
   python3-torch # torch.save writes the checkpoints tests/nn reads with torch_load
   ocl-icd-libopencl1 pocl-opencl-icd  # the CL device: the OpenCL loader (opened at run time) and PoCL's CPU device
   python3 python3-venv ca-certificates git  # python3-venv: .venv with gguf-py, which writes tests/llm's GGUF files
