@@ -26,6 +26,7 @@ PACKAGES=(
   dataset-fashion-mnist          # /usr/share/datasets/fashion-mnist: tg::nn::datasets::mnist and tests/nn
   fortunes                       # /usr/share/games/fortunes: the text tests/tokenizer trains its vocabularies on
   libtorch-dev  # the oracle of tests/conformance (libtorch 1.13, CPU)
+  libopenblas-dev # bench/gemm's anchor: OpenBLAS's cblas_sgemm
   python3-torch # torch.save writes the checkpoints tests/nn reads with torch_load
   ocl-icd-libopencl1 pocl-opencl-icd  # the CL device: the OpenCL loader (opened at run time) and PoCL's CPU device
   libcpp-httplib-dev  # tg-llm serve's HTTP server, and tests/llm's client of it

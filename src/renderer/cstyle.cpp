@@ -356,6 +356,12 @@ std::string CStyleLanguage::render_access(const RenderCtx& ctx, const UOp& u) co
 }
 
 bool CStyleLanguage::simd_vectors() const { return vector_width > 0 && simd_kernels(); }
+int64_t CStyleLanguage::simd_width() const {
+  if (!simd_vectors()) return 0;
+  int64_t w = settings().CPU_VECTOR_WIDTH;
+  if (w != 0 && w != 8 && w != 16) throw Error("CPU_VECTOR_WIDTH must be 8 (AVX2), 16 (AVX-512) or 0 (the host's), got " + std::to_string(w));
+  return w ? w : vector_width;
+}
 
 std::string CStyleLanguage::identity() const {
   std::vector<std::pair<int, std::string>> types;
@@ -385,7 +391,7 @@ std::string CStyleLanguage::render_index(const RenderCtx& ctx, const UOp& buf, c
 std::string CStyleLanguage::render_buffer(const RenderCtx& ctx, const UOp& x) const {
   std::string prefix = x.addrspace() == AddrSpace::LOCAL ? smem_align + smem_prefix : "";
   bool vector_reg = x.addrspace() == AddrSpace::REG && x.dtype() == dtypes::float32 && lin_max_numel(x) >= 4 && ctx.simd;
-  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? " __attribute__((aligned(" + std::to_string(vector_width * 4) + ")))" : "") + ";";
+  return prefix + render_dtype(x.dtype(), 1) + " " + ctx[x] + "[" + std::to_string(lin_max_numel(x)) + "]" + (vector_reg ? " __attribute__((aligned(" + std::to_string(simd_width() * 4) + ")))" : "") + ";";
 }
 
 CStyleLanguage::Parts CStyleLanguage::render_parts(const std::vector<UOp>& uops, const std::string& name_override) const {
@@ -604,20 +610,26 @@ std::string ClangRenderer::render_vector_prefix(DType dt, int64_t count) const {
          std::to_string(align) + "),ext_vector_type(" + std::to_string(count) + ")));";
 }
 
-std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& uops) const {
+namespace {
+// the vector types a clang kernel uses (dtype, lanes), once each in first-use order
+std::vector<std::pair<DType, int64_t>> vector_types(const std::vector<UOp>& uops) {
   std::vector<std::pair<DType, int64_t>> seen;
-  std::vector<std::string> out;
   for (auto& u : uops) {
     auto as = u.addrspace();
     if (as && *as != AddrSpace::ALU) continue;
     if (u.dtype() == dtypes::void_ || !lin_max_shape(u)) continue;
     std::pair<DType, int64_t> k{u.dtype(), lin_max_numel(u)};
-    if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
-    seen.push_back(k);
-    // fp8 vectors are spelled as uint8's (both are bytes): one typedef for the name
-    if (k.second == 1) continue;
-    if (std::string d = render_vector_prefix(k.first, k.second); std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    if (k.second > 1 && std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
   }
+  return seen;
+}
+}  // namespace
+
+std::vector<std::string> ClangRenderer::render_defines(const std::vector<UOp>& uops) const {
+  std::vector<std::string> out;
+  // fp8 vectors are spelled as uint8's (both are bytes): one typedef for the name
+  for (auto& [dt, n] : vector_types(uops))
+    if (std::string d = render_vector_prefix(dt, n); std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   return out;
 }
 
@@ -626,7 +638,14 @@ std::string ClangRenderer::assemble(const Parts& p, const std::vector<UOp>& uops
   std::string d;
   for (size_t i = 0; i < defs.size(); i++) d += (i ? "\n" : "") + defs[i];
   // tinygrad's clang entry hook (_render_entry) is empty; render_kernel adds one when a runtime asks for it
-  return d + "\n" + render_body(p, uops) + "\n";
+  std::string body = render_body(p, uops);
+  // clang splits vectors wider than 256 bits in two on the Xeons it tunes for (prefer-vector-width=256) unless the
+  // function asks for them: zmm accumulators, not twice as many ymm ones, spilled
+  int64_t widest = 0;
+  for (auto& [dt, n] : vector_types(uops)) widest = std::max<int64_t>(widest, int64_t(dt.itemsize()) * n);
+  if (widest > 32 && simd_width() && body.starts_with(kernel_typedef + " "))
+    body.insert(kernel_typedef.size(), " __attribute__((min_vector_width(" + std::to_string(widest * 8) + ")))");
+  return d + "\n" + body + "\n";
 }
 
 // ClangRenderer.extra_matcher: float casts through float32, bfloat16 in software

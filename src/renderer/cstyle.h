@@ -84,6 +84,9 @@ class CStyleLanguage : public Renderer {
   // kernels shaped for vector units (SIMD=1, and a renderer that can): folded accumulators, vector-wide float accesses,
   // register arrays aligned to the vector
   bool simd_vectors() const;
+  // floats per vector register of those kernels: the renderer's vector_width, or CPU_VECTOR_WIDTH where set; 0 when not
+  // simd_vectors()
+  int64_t simd_width() const;
   std::unordered_map<DTypeId, std::string> type_map;
   std::string infinity = "INFINITY", nan = "NAN";
   std::string abi;

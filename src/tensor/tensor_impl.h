@@ -69,5 +69,7 @@ void set_rng_state(const std::string& device, const Tensor& key, const Tensor& c
 int64_t resolve_dim(const Tensor& t, int64_t dim, bool extra = false, const char* op = "dim");
 // index == arange(num_classes), the classes along a new axis at dim (tinygrad's _one_hot_along_dim); `op` names errors
 Tensor one_hot_along_dim(const Tensor& self, int64_t num_classes, int64_t dim, const char* op);
+// x @ w with w packed in panels for the CPU's register tile (tensor/gemm.cpp); nullopt where that does not apply
+std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w);
 
 }  // namespace tg

@@ -35,6 +35,7 @@ constexpr Knob knobs[] = {
     {"REDUCEOP_SPLIT_THRESHOLD", &Settings::REDUCEOP_SPLIT_THRESHOLD, true},
     {"REDUCEOP_SPLIT_SIZE", &Settings::REDUCEOP_SPLIT_SIZE, true},
     {"NO_MEMORY_PLANNER", &Settings::NO_MEMORY_PLANNER, true},
+    {"CPU_VECTOR_WIDTH", &Settings::CPU_VECTOR_WIDTH, true},
     {"DEBUG", &Settings::DEBUG, false},
     {"DEBUG_RANGEIFY", &Settings::DEBUG_RANGEIFY, false},
     {"BEAM_DEBUG", &Settings::BEAM_DEBUG, false},

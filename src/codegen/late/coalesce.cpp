@@ -65,7 +65,7 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
   for (auto& [k, offsets] : memory) {
     std::vector<int64_t> lengths;
     DType dt = k.buf.dtype();
-    int64_t w = ren.vector_width;
+    int64_t w = ren.simd_width();
     if (k.buf.addrspace() == AddrSpace::REG) lengths = {w, 8, 4};  // the renderer aligns float register arrays of 4 and more
     else if (simd && dt == dtypes::float32) lengths = {w, 8, 4, 2};  // lanes as wide as the accumulators'
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};

@@ -64,7 +64,7 @@ bool is_const_dim(const UOp& rng) { return rng.src(0).op() == CONST || rng.src(0
 RendererCaps caps_of(const CStyleLanguage& ren) {
   const Settings& s = settings();
   RendererCaps c;
-  c.vector_width = ren.simd_vectors() ? ren.vector_width : 0;
+  c.vector_width = ren.simd_width();
   c.has_local = ren.has_local, c.has_threads = ren.has_threads && s.THREADS != 0, c.has_shared = ren.has_shared;
   c.global_max0 = ren.has_threads ? s.NUM_CPU_THREADS : ren.global_max[0];
   c.shared_max = ren.shared_max;

@@ -1,0 +1,41 @@
+// The CPU's float32 matmul with B packed in panels (SIMD=1): B (K x N) is copied to N/P panels of K x P (P: two
+// vector registers), so the heuristic's register tile (simd_upcast: a panel's lanes by a block of A's rows) streams one
+// panel front to back, P floats per step of K. Read in place, B's column block jumps a whole row per step (at N=1024,
+// 4 KiB: every step lands in the same L1 set), 3-10x slower at N >= 1024. A is made contiguous (a copy only when it is
+// a view such as A^T, or an expression), so its rows are read along K. The copies cost O(K*N + M*K) against O(M*N*K):
+// only where B has 1 MiB or more (less stays in L2) and A 64 rows or more.
+#include "runtime/device.h"
+#include "tensor/tensor_impl.h"
+#include "util/env.h"
+
+namespace tg {
+
+std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
+  if (!simd_kernels() || x.ndim() < 2 || w.ndim() < 2 || x.dtype() != dtypes::float32 || w.dtype() != dtypes::float32) return std::nullopt;
+  std::string dev = x.device().value_or(""), wdev = w.device().value_or("");
+  if (dev != wdev || !(dev == "CPU" || dev.starts_with("CPU:"))) return std::nullopt;
+  auto xs = x.sym_shape().ints(), ws = w.sym_shape().ints();
+  if (!xs || !ws) return std::nullopt;
+  int64_t m = xs->end()[-2], k = xs->back(), n = ws->back();
+  int64_t p = 2 * get_device(dev).renderer().simd_width();
+  if (p == 0 || n % p != 0 || n < 2 * p || m < 64 || k * n < (int64_t(1) << 18)) return std::nullopt;
+  Shape wp(ws->begin(), ws->end() - 1);  // (..., K, N/P, P) -> (..., N/P, K, P)
+  wp.insert(wp.end(), {n / p, p});
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < int64_t(ws->size()) - 2; i++) perm.push_back(i);
+  int64_t b = int64_t(perm.size());
+  perm.insert(perm.end(), {b + 1, b, b + 2});
+  Tensor panels = w.reshape(wp).permute(perm).contiguous();
+  // panels outer, A's rows inner: (..., 1, M, K, 1) * (..., N/P, 1, K, P) summed over K is (..., N/P, M, P), so each
+  // thread's loop keeps one panel in L2 while A's rows stream past it. The result is a view of that, in (..., M, N)
+  Shape xr(xs->begin(), xs->end() - 1), pr(panels.shape().begin(), panels.shape().end() - 3);
+  xr.insert(xr.end() - 1, 1);
+  xr.insert(xr.end(), {k, 1});
+  pr.insert(pr.end(), {n / p, 1, k, p});
+  Tensor prod = (x.contiguous().reshape(xr) * panels.reshape(pr)).sum(-2).transpose(-3, -2);
+  Shape out(prod.shape().begin(), prod.shape().end() - 2);
+  out.push_back(n);
+  return prod.reshape(out);
+}
+
+}  // namespace tg

@@ -1,0 +1,111 @@
+// float32 matmul on the CPU against libtorch: the SIMD register tile, B packed in panels (tensor/gemm.cpp) and both
+// vector widths (CPU_VECTOR_WIDTH=8, AVX2's ymm, and 16, AVX-512's zmm: both compile and run on either host; clang
+// splits the wide vectors on an AVX2 one) over odd, transposed and batched shapes. Each setting changes the kernels,
+// never the values.
+#include "codegen/pipeline.h"
+#include "tensor/tensor_impl.h"
+#include "tensor_harness.h"
+#include "tg/context.h"
+
+using namespace conf;
+
+namespace {
+
+struct Mm {
+  int64_t batch, m, k, n;
+  bool ta = false, tb = false;
+};
+
+std::string name(const Mm& c) {
+  return std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + (c.ta ? " A^T" : "") + (c.tb ? " B^T" : "");
+}
+
+// A (batch, m, k) @ B (batch, k, n), each stored transposed where asked; batch 0: 2-D operands
+void expect_matmul(const Mm& c) {
+  auto dims = [&](int64_t r, int64_t cl, bool t) {
+    std::vector<int64_t> s = t ? std::vector<int64_t>{cl, r} : std::vector<int64_t>{r, cl};
+    if (c.batch) s.insert(s.begin(), c.batch);
+    return s;
+  };
+  Pair a = input(dims(c.m, c.k, c.ta), dtypes::float32, -1, 1, 1), b = input(dims(c.k, c.n, c.tb), dtypes::float32, -1, 1, 2);
+  tg::Tensor ta = c.ta ? a.t.transpose(-1, -2) : a.t, tb = c.tb ? b.t.transpose(-1, -2) : b.t;
+  at::Tensor aa = c.ta ? a.a.transpose(-1, -2) : a.a, ab = c.tb ? b.a.transpose(-1, -2) : b.a;
+  at::Tensor got = to_torch(ta.matmul(tb)), want = at::matmul(aa.to(at::kDouble), ab.to(at::kDouble));
+  ASSERT_EQ(got.sizes(), want.sizes()) << name(c);
+  // float32 sums of k products of values in [-1, 1)
+  double err = (got.to(at::kDouble) - want).abs().max().item<double>(), tol = 1e-6 * double(c.k) + 1e-5;
+  EXPECT_LE(err, tol) << name(c);
+}
+
+const std::vector<Mm> shapes{
+    {0, 1, 1, 1},       {0, 3, 5, 7},       {0, 17, 33, 65},     {0, 64, 64, 64},    {0, 100, 63, 257},
+    {0, 130, 200, 96},  {0, 64, 512, 512},  {0, 72, 520, 544},   {0, 129, 511, 513}, {0, 96, 1024, 256},
+};
+
+std::string kernel_src(const tg::Tensor& t, size_t which) {  // the which-th kernel of t's schedule, as the CPU renders it
+  std::vector<tg::UOp> kernels;
+  for (auto& c : tg::schedule_linear({t}).src())
+    if (c.src(0).op() == tg::Ops::SINK) kernels.push_back(c.src(0));
+  if (which >= kernels.size()) return "";
+  return tg::to_program(kernels[which], tg::ClangRenderer())->kernel.src;
+}
+
+}  // namespace
+
+TEST(Gemm, MatchesTorchAcrossShapesAtBothWidths) {
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    for (const Mm& c : shapes) {
+      SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+      expect_matmul(c);
+    }
+  }
+}
+
+TEST(Gemm, TransposedAndBatched) {
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    for (const Mm& c : {Mm{0, 64, 512, 512, true, false}, Mm{0, 64, 512, 512, false, true}, Mm{0, 65, 300, 512, true, true},
+                        Mm{0, 48, 40, 56, true, false}, Mm{3, 64, 256, 1024}, Mm{2, 70, 129, 96, true, true}, Mm{5, 9, 17, 33}})
+      expect_matmul(c);
+  }
+  // a batch of A against one B (broadcast over the batch)
+  Pair a = input({3, 80, 512}, dtypes::float32, -1, 1, 3), b = input({512, 512}, dtypes::float32, -1, 1, 4);
+  double err = (to_torch(a.t.matmul(b.t)).to(at::kDouble) - at::matmul(a.a.to(at::kDouble), b.a.to(at::kDouble))).abs().max().item<double>();
+  EXPECT_LE(err, 1e-6 * 512 + 1e-5);
+}
+
+TEST(Gemm, SettingsChangeKernelsNotValues) {
+  Pair a = input({64, 512}, dtypes::float32, -1, 1, 5), b = input({512, 512}, dtypes::float32, -1, 1, 6);
+  at::Tensor want = at::matmul(a.a.to(at::kDouble), b.a.to(at::kDouble));
+  auto err = [&](const tg::Tensor& c) { return (to_torch(c).to(at::kDouble) - want).abs().max().item<double>(); };
+  const double tol = 1e-6 * 512 + 1e-5;
+  std::string srcs[2];
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    // scheduling swaps a tensor's graph for its buffers: one fresh product per question
+    EXPECT_EQ(tg::Tensor::schedule_linear({a.t.matmul(b.t)}).size(), 2u) << "B packed, then the product";
+    std::string& src = srcs[w / 16];
+    src = kernel_src(a.t.matmul(b.t), 1);
+    EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)"), std::string::npos) << src;
+    // zmm only where clang is told the kernel wants 512-bit vectors (it tunes Xeons for 256)
+    EXPECT_EQ(src.find("min_vector_width(512)") != std::string::npos, w == 16) << src;
+    EXPECT_LE(err(a.t.matmul(b.t)), tol) << "CPU_VECTOR_WIDTH=" << w;
+  }
+  EXPECT_NE(srcs[0], srcs[1]);
+  {
+    tg::Context ctx({{"SIMD", 0}});  // tinygrad's graph: one kernel, B read in place
+    EXPECT_EQ(tg::Tensor::schedule_linear({a.t.matmul(b.t)}).size(), 1u);
+    EXPECT_LE(err(a.t.matmul(b.t)), tol);
+  }
+  {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", 12}});
+    try {
+      a.t.matmul(b.t).realize();
+      ADD_FAILURE() << "CPU_VECTOR_WIDTH=12 was accepted";
+    } catch (const tg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CPU_VECTOR_WIDTH"), std::string::npos) << e.what();
+    }
+  }
+}
