@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <cstdio>
 #include <unordered_map>
 
@@ -67,23 +68,85 @@ struct Lowered {
 };
 // per device and settings().key(), keyed by the AST node (the key keeps it alive; equal ASTs are the same node).
 // Bounded (util/lru.h): a kernel with a new constant is a new AST, and an evicted program is unloaded
-Lowered& get_runtime(const std::string& device, const UOp& ast) {
+LruMap<UOp, Lowered>& runtime_cache(const std::string& device) {
   static std::unordered_map<std::string, std::unordered_map<uint32_t, LruMap<UOp, Lowered>>> cache;
-  auto& per_dev = cache[device][settings().key()];
-  engine_stats().program_lookups++;
-  if (Lowered* l = per_dev.find(ast)) return *l;
-  engine_stats().programs_built++;
-  Device& dev = get_device(device);
+  return cache[device][settings().key()];
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::shared_ptr<const ProgramSpec> lower(Device& dev, const UOp& ast) {
+  auto st = Clock::now();
   if (const std::string& arch = settings().NVRTC_CHECK; !arch.empty()) {
     // the kernel DEV=CUDA would run: rendered with the CUDA renderer's fixed caps for the arch, compiled by NVRTC
     static std::map<std::string, CUDARenderer> rens;
     auto spec = to_program(ast, rens.try_emplace(arch, arch).first->second);
     nvrtc_check_source(spec->name, spec->kernel.src, arch);
   }
+  auto spec = to_program(ast, dev.renderer());
+  engine_stats().lower_s += since(st);
+  return spec;
+}
+
+Lowered& get_runtime(const std::string& device, const UOp& ast) {
+  auto& per_dev = runtime_cache(device);
+  engine_stats().program_lookups++;
+  if (Lowered* l = per_dev.find(ast)) return *l;
+  engine_stats().programs_built++;
+  Device& dev = get_device(device);
   Lowered l;
-  l.spec = to_program(ast, dev.renderer());
+  l.spec = lower(dev, ast);
+  auto st = Clock::now();
   l.prg = dev.load_cached(l.spec->kernel.entry_name, l.spec->kernel.src);
+  engine_stats().compile_s += since(st);
   return per_dev.insert(ast, std::move(l));
+}
+
+std::vector<UOp> kernel_args(const UOp& call) {
+  std::vector<UOp> args;
+  for (size_t i = 1; i < call.src().size(); i++)
+    if (!call.src(i).is_bound_var()) args.push_back(call.src(i));
+  if (args.empty()) throw Error("run_linear: a kernel call without buffers");
+  return args;
+}
+
+// COMPILE_BATCH: the kernels of a schedule without a program are lowered first and compiled together
+// (Device::load_cached_batch); one that fails here is left to exec_kernel, which reports its error when it is reached
+void prepare_programs(const UOp& linear) {
+  if (settings().COMPILE_BATCH < 1) return;
+  std::map<std::string, std::vector<UOp>> todo;  // device -> ASTs without a program, in order
+  std::set<const UOpNode*> seen;
+  for (const UOp& call : linear.src()) {
+    if (call.op() != Ops::CALL || call.src().empty() || call.src(0).op() != Ops::SINK || call.src().size() < 2) continue;
+    std::vector<UOp> args = kernel_args(call);
+    std::string device = args[0].device().value_or("CPU");
+    if (!runtime_cache(device).find(call.src(0)) && seen.insert(call.src(0).get()).second) todo[device].push_back(call.src(0));
+  }
+  for (auto& [device, asts] : todo) {
+    if (asts.size() < 2) continue;
+    Device& dev = get_device(device);
+    std::vector<Lowered> ls;
+    std::vector<UOp> ok;
+    std::vector<KernelSource> ks;
+    for (const UOp& ast : asts) {
+      try {
+        auto spec = lower(dev, ast);
+        ks.push_back({spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}});
+        ls.push_back({spec, nullptr});
+        ok.push_back(ast);
+      } catch (const Error&) {}
+    }
+    auto st = Clock::now();
+    auto progs = dev.load_cached_batch(ks);
+    engine_stats().compile_s += since(st);
+    for (size_t i = 0; i < ok.size(); i++) {
+      if (!progs[i]) continue;
+      ls[i].prg = std::move(progs[i]);
+      engine_stats().programs_built++;
+      runtime_cache(device).insert(ok[i], std::move(ls[i]));
+    }
+  }
 }
 
 struct Stats {
@@ -110,10 +173,7 @@ void print_call(const std::string& device, const std::string& name, size_t nargs
 }
 
 void exec_kernel(const UOp& call, const VarVals& vars) {
-  std::vector<UOp> args;
-  for (size_t i = 1; i < call.src().size(); i++)
-    if (!call.src(i).is_bound_var()) args.push_back(call.src(i));
-  if (args.empty()) throw Error("run_linear: a kernel call without buffers");
+  std::vector<UOp> args = kernel_args(call);
   std::string device = args[0].device().value_or("CPU");
   Lowered& l = get_runtime(device, call.src(0));
   std::vector<std::shared_ptr<Buffer>> held;
@@ -170,6 +230,7 @@ Buffer& buffer_of(const UOp& buf) {
 
 void run_linear(const UOp& linear, const VarVals& vars) {
   if (linear.op() != Ops::LINEAR) throw Error("run_linear: expected a LINEAR, got " + std::string(op_name(linear.op())));
+  prepare_programs(linear);
   for (const UOp& call : linear.src()) {
     if (call.op() != Ops::CALL || call.src().empty()) throw Error("run_linear: expected CALLs in the LINEAR, got " + std::string(op_name(call.op())));
     switch (call.src(0).op()) {

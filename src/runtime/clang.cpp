@@ -72,29 +72,34 @@ static std::string read_file(const std::filesystem::path& p) {
   return os.str();
 }
 
-std::string clang_compile(const std::string& src) {
+std::string clang_compile(const std::string& src) { return clang_compile(std::vector<std::string>{src}); }
+
+std::string clang_compile(const std::vector<std::string>& srcs) {
   std::string cc = clang_path();
   TempDir dir;
-  auto src_path = dir.path() / "kernel.c", out_path = dir.path() / "kernel.so";
-  {
-    std::ofstream f(src_path, std::ios::binary);
-    f << src;
-    if (!f) throw Error("cannot write the kernel source to " + src_path.string());
-  }
+  auto out_path = dir.path() / "kernel.so";
   std::vector<std::string> argv{cc};
   argv.insert(argv.end(), clang_flags().begin(), clang_flags().end());
-  argv.insert(argv.end(), {src_path.string(), "-o", out_path.string()});
+  for (size_t i = 0; i < srcs.size(); i++) {
+    auto src_path = dir.path() / ("kernel" + std::to_string(i) + ".c");
+    std::ofstream f(src_path, std::ios::binary);
+    f << srcs[i];
+    if (!f) throw Error("cannot write the kernel source to " + src_path.string());
+    argv.push_back(src_path.string());
+  }
+  argv.insert(argv.end(), {"-o", out_path.string()});
   invocations++;
   ProcessResult r = run_process(argv);
   if (!r.started) throw not_found(cc);
+  std::string what = srcs.size() == 1 ? "a kernel" : "a batch of " + std::to_string(srcs.size()) + " kernels";
   if (r.exit_code != 0) {
-    std::string msg = "clang failed to compile a kernel (exit code " + std::to_string(r.exit_code) + "):\n" + r.err;
-    if (settings().DEBUG >= 4) msg += "\nsource:\n" + src;
+    std::string msg = "clang failed to compile " + what + " (exit code " + std::to_string(r.exit_code) + "):\n" + r.err;
+    if (settings().DEBUG >= 4) for (auto& src : srcs) msg += "\nsource:\n" + src;
     else msg += "\n(set DEBUG=4 to see the source)";
     throw Error(msg);
   }
   std::string so = read_file(out_path);
-  if (so.empty()) throw Error("clang produced no output for a kernel:\n" + r.err);
+  if (so.empty()) throw Error("clang produced no output for " + what + ":\n" + r.err);
   return so;
 }
 

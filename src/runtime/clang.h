@@ -17,7 +17,9 @@ std::string clang_identity();
 // C source -> bytes of a shared object. Throws tg::Error when clang is missing or the compile fails (with clang's
 // stderr, and the source when DEBUG>=4).
 std::string clang_compile(const std::string& src);
-// how many times clang was run to compile a kernel in this process
+// C sources -> one shared object: each source its own translation unit, all in one clang invocation
+std::string clang_compile(const std::vector<std::string>& srcs);
+// how many times clang was run to compile kernels in this process
 uint64_t clang_invocations();
 
 }  // namespace tg

@@ -25,9 +25,8 @@ using KernelFn = void (*)(void* const*, const long long*, int);
 
 class CpuProgram : public Program {
  public:
-  CpuProgram(std::string name, void* handle, KernelFn fn, ThreadPool& pool)
-      : Program(std::move(name)), handle_(handle), fn_(fn), pool_(pool) {}
-  ~CpuProgram() override { dlclose(handle_); }
+  CpuProgram(std::string name, std::shared_ptr<void> handle, KernelFn fn, ThreadPool& pool)
+      : Program(std::move(name)), handle_(std::move(handle)), fn_(fn), pool_(pool) {}
 
   double launch(std::span<void* const> bufs, std::span<const int64_t> vars, const LaunchDims& dims, bool timed) override {
     static_assert(sizeof(long long) == sizeof(int64_t));
@@ -40,7 +39,7 @@ class CpuProgram : public Program {
   }
 
  private:
-  void* handle_;
+  std::shared_ptr<void> handle_;  // the loaded library, shared by the kernels of one batch
   KernelFn fn_;
   ThreadPool& pool_;
 };
@@ -72,7 +71,47 @@ class CpuDevice : public Device {
     return key;
   }
 
+  // each source a translation unit of its own, its global names renamed by a #define at its top
+  std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks) override {
+    std::vector<std::string> srcs;
+    for (size_t i = 0; i < ks.size(); i++) {
+      std::string defs;
+      for (const std::string& g : ks[i].globals) defs += "#define " + g + " " + batch_symbol(i, g) + "\n";
+      srcs.push_back(defs + ks[i].src);
+    }
+    return clang_compile(srcs);
+  }
+  bool compiles_in_parallel() const override { return true; }
+
   std::unique_ptr<Program> load(const std::string& name, const std::string& binary) override {
+    return std::move(load_many({name}, binary)[0]);
+  }
+  std::vector<std::unique_ptr<Program>> load_many(const std::vector<std::string>& names, const std::string& binary) override {
+    std::shared_ptr<void> h = open_library(names.size() == 1 ? "the compiled kernel '" + names[0] + "'" : "a batch of kernels", binary);
+    std::vector<std::unique_ptr<Program>> out;
+    for (const std::string& name : names) {
+      void* sym = dlsym(h.get(), name.c_str());
+      if (!sym)
+        throw Error("the compiled program has no kernel named '" + name + "'" +
+                    (binary.find(name) == std::string::npos ? " (the binary does not contain the name)" : ""));
+      out.push_back(std::make_unique<CpuProgram>(name, h, reinterpret_cast<KernelFn>(sym), pool_));
+    }
+    return out;
+  }
+
+ protected:
+  void* raw_alloc(size_t n) override {
+    // 64-byte aligned so vector loads of any width are aligned at offset 0; at least one line, even for size 0
+    size_t sz = std::max<size_t>(64, (n + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, sz);
+    if (!p) throw Error("CPU: out of memory allocating " + std::to_string(n) + " bytes");
+    return p;
+  }
+  void raw_free(void* p, size_t) override { std::free(p); }
+
+ private:
+  // the shared object in `binary`, loaded (closed when the last program using it goes)
+  std::shared_ptr<void> open_library(const std::string& what, const std::string& binary) {
     // glibc hands back an already loaded object when the path or the file's (device, inode) matches one: the pid
     // and a counter keep this process from naming two files alike, mkstemps other processes; the file can go once
     // it is mapped
@@ -88,33 +127,16 @@ class CpuDevice : public Device {
     }
     if (::close(fd) != 0 || !written) throw Error("cannot write a compiled kernel to " + path);
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) throw Error("cannot load the compiled kernel '" + name + "': " + dlerror());
+    if (!h) throw Error("cannot load " + what + ": " + dlerror());
     link_map* lm = nullptr;
     if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || path != lm->l_name) {
       std::string other = lm && lm->l_name ? lm->l_name : "?";
       dlclose(h);
-      throw Error("loading the kernel '" + name + "' returned another loaded library (" + other + ")");
+      throw Error("loading " + what + " returned another loaded library (" + other + ")");
     }
-    void* sym = dlsym(h, name.c_str());
-    if (!sym) {
-      dlclose(h);
-      throw Error("the compiled program has no kernel named '" + name + "'" +
-                  (binary.find(name) == std::string::npos ? " (the binary does not contain the name)" : ""));
-    }
-    return std::make_unique<CpuProgram>(name, h, reinterpret_cast<KernelFn>(sym), pool_);
+    return std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
   }
 
- protected:
-  void* raw_alloc(size_t n) override {
-    // 64-byte aligned so vector loads of any width are aligned at offset 0; at least one line, even for size 0
-    size_t sz = std::max<size_t>(64, (n + 63) / 64 * 64);
-    void* p = std::aligned_alloc(64, sz);
-    if (!p) throw Error("CPU: out of memory allocating " + std::to_string(n) + " bytes");
-    return p;
-  }
-  void raw_free(void* p, size_t) override { std::free(p); }
-
- private:
   ThreadPool pool_;
   std::atomic<uint64_t> so_count_{0};
   ClangRenderer renderer_;

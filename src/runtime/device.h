@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,6 +46,14 @@ class Program {
   std::string name_;
 };
 
+// a kernel's source for compile_batch: its entry point and the global names it defines (renamed in a batch)
+struct KernelSource {
+  std::string entry, src;
+  std::vector<std::string> globals;
+};
+// the name `name` of the i-th kernel of a batch gets in the batch's binary
+inline std::string batch_symbol(size_t i, const std::string& name) { return "tgb" + std::to_string(i) + "_" + name; }
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -72,11 +81,24 @@ class Device {
   // binary -> launchable kernel `name`; throws tg::Error when the binary has no such kernel
   virtual std::unique_ptr<Program> load(const std::string& name, const std::string& binary) = 0;
 
+  // ** batch compile (COMPILE_BATCH): several kernels from one compiler invocation **
+  // the sources as one binary, every name in ks[i].globals exported as batch_symbol(i, name); std::nullopt when this
+  // device compiles one source at a time (the default). Throws tg::Error when any source fails to compile
+  virtual std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks);
+  // binary -> one program per name (the CPU device loads the binary once for all of them)
+  virtual std::vector<std::unique_ptr<Program>> load_many(const std::vector<std::string>& names, const std::string& binary);
+  // whether compile() and compile_batch() may run on several threads at once
+  virtual bool compiles_in_parallel() const { return false; }
+
   // ** the program cache (runtime/program_cache.cpp): compiled binaries on disk under sha256(compiler_key, source) **
   // compile(src), read back from the disk cache when compiled before (never cached when compiler_key() is "")
   std::string compile_cached(const std::string& src);
   // load(entry, compile_cached(src)); a cached binary that does not load is compiled afresh and replaced
   std::unique_ptr<Program> load_cached(const std::string& entry, const std::string& src);
+  // load_cached for many kernels at once: disk cache hits are loaded, the misses compiled in batches of at most
+  // COMPILE_BATCH kernels, the batches in parallel where the device allows. A batch that fails is compiled again one
+  // kernel at a time, so one bad kernel loses only itself: its slot is nullptr (load_cached on it gives the error)
+  std::vector<std::unique_ptr<Program>> load_cached_batch(const std::vector<KernelSource>& ks);
 
  protected:
   explicit Device(std::string name)

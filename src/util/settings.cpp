@@ -41,6 +41,7 @@ constexpr Knob knobs[] = {
     {"BEAM_DEBUG", &Settings::BEAM_DEBUG, false},
     {"TRACK_REWRITES", &Settings::TRACK_REWRITES, false},
     {"CACHELEVEL", &Settings::CACHELEVEL, false},
+    {"COMPILE_BATCH", &Settings::COMPILE_BATCH, false},
     {"IGNORE_BEAM_CACHE", &Settings::IGNORE_BEAM_CACHE, false},
     {"JIT", &Settings::JIT, false},
     {"SCACHE", &Settings::SCACHE, false},

@@ -40,6 +40,7 @@ struct Settings {
   int64_t BEAM_DEBUG = 0;         // BEAM's candidates
   int64_t TRACK_REWRITES = 0;     // each codegen pass's time, printed at exit
   int64_t CACHELEVEL = 2;         // 0: no on-disk cache (programs, BEAM results)
+  int64_t COMPILE_BATCH = 64;     // kernels per compiler invocation when a schedule's kernels compile (0: one at a time)
   int64_t IGNORE_BEAM_CACHE = 0;  // 1: search again instead of reading BEAM results from disk
   int64_t JIT = 1;                // 0: TinyJit runs its function every call
   int64_t SCACHE = 1;             // 0: no schedule cache

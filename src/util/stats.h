@@ -14,6 +14,9 @@ struct EngineStats {
   int64_t programs_built = 0;          // ... of which missed: lowered, compiled (or read from the disk cache), loaded
   int64_t kernels_launched = 0;        // kernel launches, run_linear and JIT replays
   int64_t copies = 0;                  // COPY calls, run_linear and JIT replays
+  // where a cold step's time goes (wall seconds on the calling thread)
+  double lower_s = 0;                  // to_program: codegen and rendering of the programs built
+  double compile_s = 0;                // compiling and loading them (disk cache reads included)
 };
 
 inline EngineStats& engine_stats() {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "rt_test_util.h"
 #include "runtime/buffer.h"
@@ -134,4 +135,85 @@ TEST(DiskCache, DefaultPath) {
   ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
   ScopedEnv home("HOME", "/home/someone");
   EXPECT_EQ(cachedb_path(), "/home/someone/.cache/tinygrad.cpp/cache.db");
+}
+
+namespace {
+
+// kernel `k` writing `tag`, as compile_batch sees it (its one global name is `k`)
+KernelSource batch_src(int tag) { return {"k", kernel_src(tag), {"k"}}; }
+
+int run_prg(Program& p) {
+  Buffer out("CPU", 1, dtypes::int32);
+  void* bufs[] = {out.ptr()};
+  p.launch(bufs, {});
+  int r;
+  out.copyout(&r, 4);
+  return r;
+}
+
+}  // namespace
+
+// COMPILE_BATCH: kernels of the same name compile together (renamed), each runs its own code, and a second run
+// reads every one back from the disk cache without running clang
+TEST(ProgramCache, BatchCompileRunsEachKernelAndHitsOnSecondRun) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv batch("COMPILE_BATCH", "64");
+  Device& d = get_device("CPU");
+  std::vector<KernelSource> ks{batch_src(101), batch_src(102), batch_src(103), batch_src(104)};
+  uint64_t before = clang_invocations();
+  auto progs = d.load_cached_batch(ks);
+  uint64_t used = clang_invocations() - before;
+  EXPECT_GE(used, 1u);
+  EXPECT_LE(used, std::max(1u, std::thread::hardware_concurrency()));  // one invocation per batch, not per kernel
+  for (size_t i = 0; i < ks.size(); i++) ASSERT_TRUE(progs[i]) << i;
+  for (size_t i = 0; i < ks.size(); i++) EXPECT_EQ(run_prg(*progs[i]), 101 + int(i));
+  before = clang_invocations();
+  auto again = d.load_cached_batch(ks);
+  EXPECT_EQ(clang_invocations(), before);
+  for (size_t i = 0; i < ks.size(); i++) EXPECT_EQ(run_prg(*again[i]), 101 + int(i));
+  // a single kernel's load_cached follows the batch entry too
+  EXPECT_EQ(run_prg(*d.load_cached("k", ks[2].src)), 103);
+  EXPECT_EQ(clang_invocations(), before);
+}
+
+// a source that does not compile fails its batch; the batch is compiled again kernel by kernel, so only it is lost
+TEST(ProgramCache, BatchWithABadSourceKeepsTheGoodKernels) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv batch("COMPILE_BATCH", "64");
+  Device& d = get_device("CPU");
+  std::vector<KernelSource> ks{batch_src(201), {"k", "void k(void* const* b, const long long* v, int c) { this is not C; }\n", {"k"}},
+                               batch_src(203), batch_src(204), batch_src(205)};
+  auto progs = d.load_cached_batch(ks);
+  EXPECT_FALSE(progs[1]);
+  for (size_t i : {0, 2, 3, 4}) {
+    ASSERT_TRUE(progs[i]) << i;
+    EXPECT_EQ(run_prg(*progs[i]), 201 + int(i));
+  }
+  try {
+    d.load_cached("k", ks[1].src);
+    ADD_FAILURE() << "a bad kernel loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("clang failed to compile a kernel"), std::string::npos) << e.what();
+  }
+  uint64_t before = clang_invocations();
+  auto again = d.load_cached_batch({ks[0], ks[2], ks[3], ks[4]});  // the good ones were cached one by one
+  EXPECT_EQ(clang_invocations(), before);
+  EXPECT_EQ(run_prg(*again[3]), 205);
+}
+
+// COMPILE_BATCH=1: batches of one kernel, one clang invocation each
+TEST(ProgramCache, CompileBatchOneCompilesEachKernelAlone) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv batch("COMPILE_BATCH", "1");
+  Device& d = get_device("CPU");
+  uint64_t before = clang_invocations();
+  auto progs = d.load_cached_batch({batch_src(301), batch_src(302), batch_src(303)});
+  EXPECT_EQ(clang_invocations(), before + 3);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(run_prg(*progs[size_t(i)]), 301 + i);
 }
