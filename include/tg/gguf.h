@@ -1,5 +1,6 @@
 #pragma once
 // tg::gguf: GGUF model files (ggml's docs/gguf.md, versions 2 and 3, little-endian), tinygrad's llm/gguf.py.
+// Written by tg::gguf::write (version 3).
 //
 //   tg::gguf::GGUF g = tg::gguf::gguf_load("model.gguf");  // reads the header only; the file stays on DISK
 //   int64_t ctx = g.kv.at("llama.context_length").as_int();
@@ -119,5 +120,16 @@ struct GGUF : Header {  // the header of the (first) file, and the tensors of ev
 // A model split over files (split.count > 1) is loaded from its first part, NAME-00001-of-0000N.gguf, which names the
 // others; each part must say which it is (split.no, split.count), and a tensor name may appear in one part only
 GGUF gguf_load(const std::string& path);
+
+// ** writing **
+
+using KV = std::vector<std::pair<std::string, Value>>;
+// a GGUF v3 file: the metadata in the order given, then the tensors' infos, then their data, each at a multiple of the
+// alignment (general.alignment if kv sets it, an unsigned integer power of two, else 32). A tensor's dtype picks its
+// ggml type (float32 F32, float16 F16, bfloat16 BF16, float64 F64, int8..int64 I8..I64); its shape is written as ggml's
+// ne (reversed), at most 4 dims. Its data is realized and read to the host. A duplicate key or tensor name, an array
+// whose items are not all of its element type, arrays nested over 16 deep, another dtype or a bad alignment: tg::Error
+std::vector<uint8_t> serialize(const KV& kv, const std::vector<std::pair<std::string, Tensor>>& tensors);
+void write(const std::string& path, const KV& kv, const std::vector<std::pair<std::string, Tensor>>& tensors);
 
 }  // namespace tg::gguf

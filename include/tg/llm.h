@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tg/gguf.h"
+#include "tg/jit.h"
 #include "tg/tensor.h"
 #include "tg/tokenizer.h"
 
@@ -54,7 +56,9 @@ class Model {
   // start_pos is the only place a position enters the graph (the cache write, the cache read and the RoPE slice); for one
   // token (T == 1) it enters as the bound Variable "start_pos", so every decode position runs the same kernels
   Tensor forward(const Tensor& tokens, int64_t start_pos, bool all_logits = false);
-  // the float32 logits (row-major, T x vocab or 1 x vocab) of `tokens` fed from start_pos in chunks of at most `chunk`
+  // the float32 logits (row-major, T x vocab or 1 x vocab) of `tokens` fed from start_pos in chunks of at most `chunk`.
+  // A chunk of one token runs through a TinyJit (tinygrad's decode): the second one-token call captures its kernels with start_pos
+  // a bound Variable, every later one replays them at its position (JIT=0: no capture)
   std::vector<float> logits(std::span<const int32_t> tokens, int64_t start_pos = 0, bool all_logits = false, int64_t chunk = 32);
 
   const Config& config() const { return cfg_; }
@@ -62,6 +66,7 @@ class Model {
   const gguf::GGUF& gguf() const { return g_; }
   const std::vector<int32_t>& stop_tokens() const { return stop_; }  // eos, eot and the families' end-of-turn tokens
   const std::string& device() const { return dev_; }
+  const TinyJitBase* decode_jit() const { return jit_.get(); }  // the one-token TinyJit, once logits has made it
 
  private:
   struct Layer {
@@ -69,6 +74,10 @@ class Model {
     std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
   };
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
+  Tensor forward_at(const Tensor& tokens, const sint& start_pos, bool all_logits);
+  sint start_var() const;
+  void check_positions(int64_t start_pos, int64_t T) const;
+  Tensor decode(const Tensor& token, int64_t start_pos);  // forward of one token through jit_: realized logits (1, vocab)
   Tensor rope(const Tensor& x, const sint& start_pos) const;
   gguf::GGUF g_;
   Config cfg_;
@@ -77,6 +86,8 @@ class Model {
   Tensor token_embd_, output_norm_, output_, rope_cos_, rope_sin_;
   std::vector<Layer> layers_;
   std::vector<int32_t> stop_;
+  std::shared_ptr<TinyJit<Tensor>> jit_;  // built by logits for this object (jit_owner_): a moved Model makes a new one
+  const Model* jit_owner_ = nullptr;
 };
 
 // ** chat templates (llama.cpp's built-in ones) **

@@ -176,6 +176,13 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
 
 // ** 3. forward **
 
+void Model::check_positions(int64_t start_pos, int64_t T) const {
+  if (start_pos < 0 || start_pos + T > cfg_.max_context)
+    throw Error("llm: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) + " exceed the context of " +
+                std::to_string(cfg_.max_context));
+}
+sint Model::start_var() const { return tg::Variable("start_pos", 0, cfg_.max_context - 1); }
+
 namespace {
 Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1, eps) * w; }
 Tensor lin(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b = std::nullopt) {
@@ -233,12 +240,15 @@ Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) 
   if (tokens.ndim() != 2 || tokens.shape()[0] != 1 || tokens.shape()[1] < 1 || !tokens.dtype().is_int())
     throw Error("llm: forward takes int tokens of shape (1, T), got " + tokens.shape_str() + " " + std::string(tokens.dtype().name()));
   int64_t T = tokens.shape()[1];
-  if (start_pos < 0 || start_pos + T > c.max_context)
-    throw Error("llm: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) + " exceed the context of " +
-                std::to_string(c.max_context));
-  Tensor x = (Tensor::arange(c.vocab_size) == tokens.unsqueeze(-1)).unsqueeze(-1).where(token_embd_, 0.0f).sum(-2);  // (1, T, dim)
+  check_positions(start_pos, T);
   // one token at a time: the position is a bound Variable, so decode compiles its kernels once for every position
-  sint pos = T == 1 ? tg::Variable("start_pos", 0, c.max_context - 1).bind(start_pos) : sint(start_pos);
+  return forward_at(tokens, T == 1 ? start_var().bind(start_pos) : sint(start_pos), all_logits);
+}
+
+Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits) {
+  const Config& c = cfg_;
+  int64_t T = tokens.shape()[1];
+  Tensor x = (Tensor::arange(c.vocab_size) == tokens.unsqueeze(-1)).unsqueeze(-1).where(token_embd_, 0.0f).sum(-2);  // (1, T, dim)
   for (Layer& l : layers_) {
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
@@ -250,6 +260,15 @@ Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) 
 
 // ** 4. logits in chunks **
 
+Tensor Model::decode(const Tensor& token, int64_t start_pos) {
+  check_positions(start_pos, 1);
+  if (!jit_ || jit_owner_ != this) {
+    jit_ = std::make_shared<TinyJit<Tensor>>([this](const std::vector<Tensor>& in, const std::vector<sint>& v) { return forward_at(in[0], v[0], true); });
+    jit_owner_ = this;
+  }
+  return (*jit_)({token}, {start_var().bind(start_pos)});
+}
+
 std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_pos, bool all_logits, int64_t chunk) {
   if (tokens.empty()) throw Error("llm: logits of no tokens");
   if (chunk < 1) throw Error("llm: chunk must be positive, got " + std::to_string(chunk));
@@ -259,7 +278,7 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
   for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
     size_t n = std::min(tokens.size() - i, size_t(chunk));
     Tensor t = Tensor::from_vector(std::vector<int32_t>(tokens.begin() + i, tokens.begin() + i + n), {1, int64_t(n)}, std::nullopt, dev_);
-    Tensor l = forward(t, start_pos + int64_t(i), all_logits);
+    Tensor l = n == 1 ? decode(t, start_pos + int64_t(i)) : forward(t, start_pos + int64_t(i), all_logits);
     // a chunk before the last one only fills the cache: realizing its (cheap) last logits writes its keys and values
     if (!all_logits && i + n < tokens.size()) l.realize();
     else for (float x : l.to_vector<float>()) out.push_back(x);

@@ -3,6 +3,7 @@
 # independent float64 numpy forward over them that reads the files back with gguf-py's GGUFReader (quantized weights
 # through gguf.quants.dequantize), written from llama.cpp's definitions of each architecture.
 #   llm_oracle.py write OUTDIR           -> OUTDIR/{llama,gqa,qwen2,qwen3,quant}.gguf
+#   llm_oracle.py bench PATH             -> PATH: the decode benchmark's model (d256, 4 layers, Q8_0 weights; docs/benchmarks.md)
 #   llm_oracle.py forward MODEL 1,5,17 N -> JSON {"logprobs": [[...] per position], "greedy": [N tokens after the prompt]}
 import json, sys
 import numpy as np
@@ -56,8 +57,11 @@ def grid_blocks(rng, shape, std, q):  # random blocks of a type whose first fiel
   raw[:, 0:2] = d.astype(np.float16).view(np.uint8)
   return raw.reshape(*shape[:-1], shape[-1] // blck * nbytes)
 
+BENCH = dict(arch="llama", dim=256, ffn=768, layers=4, heads=8, kv=4, vocab=bpe_vocab("gpt2", ["<|startoftext|>", "<|endoftext|>"]),
+             quant={k: Q.Q8_0 for k in ("attn", "ffn", "token_embd", "output")})
+
 def write(path, name, seed):
-  c, rng = MODELS[name], np.random.default_rng(seed)
+  c, rng = MODELS[name] if name in MODELS else BENCH, np.random.default_rng(seed)
   v, d, hd = c["vocab"], c["dim"], c.get("head_dim", c["dim"] // c["heads"])
   n_vocab = len(v["tokens"])
   w = gguf.GGUFWriter(path, arch=c["arch"])
@@ -143,6 +147,8 @@ class Ref:
 if __name__ == "__main__":
   if sys.argv[1] == "write":
     for i, name in enumerate(MODELS): write(f"{sys.argv[2]}/{name}.gguf", name, 100 + i)
+  elif sys.argv[1] == "bench":
+    write(sys.argv[2], "bench", 7)
   elif sys.argv[1] == "forward":
     ref, toks, n = Ref(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4])
     lp = ref.forward(toks)

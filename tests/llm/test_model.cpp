@@ -17,6 +17,7 @@
 
 #include "llm_models.h"
 #include "support/generated.h"
+#include "tg/context.h"
 #include "tg/llm.h"
 #include "util/stats.h"
 
@@ -373,5 +374,43 @@ TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {
     Proc r = sh(cli + args + " 2>&1 </dev/null");
     EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
     EXPECT_EQ(r.out.rfind("tg-llm: ", 0), 0u) << args << "\n" << r.out;
+  }
+}
+
+// one-token steps run through the model's TinyJit: the second step captures, every later position replays the captured
+// launches (no schedule, no compile), and the logits equal the non-jit path's (JIT=0) and the oracle's
+TEST(LlmModel, DecodeReplaysUnderJit) {
+  NEED_MODELS();
+  for (const char* name : {"llama", "qwen2"}) {
+    SCOPED_TRACE(name);
+    Model m = Model::load(models().model(name));
+    EXPECT_EQ(m.decode_jit(), nullptr);
+    std::vector<float> all = m.logits(std::span(PROMPT).subspan(0, 3), 0, true);  // a chunk of 3: no jit
+    EXPECT_EQ(m.decode_jit(), nullptr);
+    for (size_t i = 3; i < PROMPT.size(); i++) {
+      int64_t sched = tg::engine_stats().schedules, built = tg::engine_stats().programs_built;
+      std::vector<float> l = m.logits(std::span(PROMPT).subspan(i, 1), int64_t(i));
+      ASSERT_NE(m.decode_jit(), nullptr);
+      EXPECT_EQ(m.decode_jit()->calls(), int64_t(i - 2));
+      EXPECT_EQ(m.decode_jit()->is_captured(), i > 3);
+      if (i > 4) {  // replays
+        EXPECT_EQ(tg::engine_stats().schedules - sched, 0) << "position " << i;
+        EXPECT_EQ(tg::engine_stats().programs_built - built, 0) << "position " << i;
+      }
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    EXPECT_GT(m.decode_jit()->captured_launches(), 0u);
+    expect_logprobs(all, m.config().vocab_size, oracle(name, PROMPT));
+    // the same steps without the jit give the same logits
+    tg::Context no_jit({{"JIT", 0}});
+    Model plain = Model::load(models().model(name));
+    std::vector<float> ref = plain.logits(std::span(PROMPT).subspan(0, 3), 0, true);
+    for (size_t i = 3; i < PROMPT.size(); i++)
+      for (float x : plain.logits(std::span(PROMPT).subspan(i, 1), int64_t(i))) ref.push_back(x);
+    EXPECT_FALSE(plain.decode_jit()->is_captured());
+    ASSERT_EQ(ref.size(), all.size());
+    float worst = 0;
+    for (size_t i = 0; i < ref.size(); i++) worst = std::max(worst, std::abs(ref[i] - all[i]));
+    EXPECT_LT(worst, 1e-5f);
   }
 }
