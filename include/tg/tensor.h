@@ -12,6 +12,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -165,6 +166,9 @@ class Tensor {
   int64_t ndim() const;
   int64_t numel() const;
   int64_t element_size() const;
+  int64_t nbytes() const { return numel() * element_size(); }
+  Shape max_shape() const;  // the shape with every symbolic dim at its maximum
+  int64_t max_numel() const;
   bool is_floating_point() const { return dtype().is_float(); }
   std::string graph() const;  // the UOp graph, printed as tinygrad prints t.uop
 
@@ -174,6 +178,8 @@ class Tensor {
   Tensor& realize();
   static void realize(const std::vector<Tensor>& tensors);  // one schedule for all of them
   static Schedule schedule_linear(const std::vector<Tensor>& tensors);  // realize's schedule, not run yet
+  // the schedule and the values of the variables it is bound to (schedule_linear refuses bound variables)
+  static std::pair<Schedule, std::map<std::string, int64_t>> linear_with_vars(const std::vector<Tensor>& tensors);
   std::vector<uint8_t> data() const;  // raw bytes in dtype() (a weak dtype reads as its strong dtype)
   // the values as T (cast on the device first when dtype() differs), realizing as needed
   template <class T> std::vector<T> to_vector() const {
@@ -189,6 +195,7 @@ class Tensor {
   }
   Tensor contiguous() const;
   Tensor to(const std::string& device) const;
+  Tensor& to_(const std::string& device);  // moves this tensor (and its grad) to device in place
   Tensor clone(const std::string& device = "") const;
   Tensor detach() const;
   Tensor& assign(const Tensor& x);  // tinygrad's assign: STORE+AFTER into this tensor's buffer
@@ -497,6 +504,12 @@ class Tensor {
   Tensor softsign() const;                                            // x / (1 + |x|)
   Tensor swish() const { return silu(); }
   Tensor rms_norm(Axis axis = -1, double eps = 1e-6) const;
+  // Lp normalization along dim: self / max(|self|_p, eps) (p = 0 counts the nonzeros)
+  Tensor normalize(double p = 2.0, int64_t dim = 1, double eps = 1e-12) const;
+  // negative log likelihood of log-probabilities self (N, C) at class indices Y (N,): optional per-class weight, entries
+  // where Y == ignore_index left out (the mean divides by the weight of the entries kept)
+  Tensor nll_loss(const Tensor& Y, std::optional<Tensor> weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt,
+                  const std::string& reduction = "mean") const;
 
   bool is(const Tensor& other) const { return impl_ == other.impl_; }  // the same tensor, not just an equal one (Python's `is`)
   std::string shape_str() const;

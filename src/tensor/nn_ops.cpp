@@ -442,6 +442,10 @@ Tensor Tensor::batchnorm(std::optional<Tensor> weight, std::optional<Tensor> bia
 }
 
 Tensor Tensor::rms_norm(Axis axis, double eps) const { return *this * (square().mean(axis, true) + eps).rsqrt(); }
+Tensor Tensor::normalize(double p, int64_t dim, double eps) const {
+  Tensor den = p == 0 ? ne(0).sum(dim, true) : abs().pow(Tensor(p)).sum(dim, true).pow(Tensor(1 / p));
+  return *this / den.maximum(Tensor(eps));
+}
 
 // ***** 5. losses *****
 
@@ -499,6 +503,18 @@ Tensor Tensor::cross_entropy(const Tensor& Y_in, const std::string& reduction, d
   }
   Y = (1 - label_smoothing) * Y + label_smoothing / double(Y.shape()[size_t(classes_dim)]);
   return -do_reduction(log_softmax(classes_dim).mul(Y).sum(classes_dim), reduction, "cross_entropy");
+}
+
+Tensor Tensor::nll_loss(const Tensor& Y, std::optional<Tensor> weight, std::optional<int64_t> ignore_index, const std::string& reduction) const {
+  check_reduction(reduction, "nll_loss");
+  if (ndim() != 2 || Y.ndim() != 1 || Y.shape()[0] != shape()[0])
+    throw Error("nll_loss: expected log-probabilities (N, C) and targets (N,), got " + shape_str() + " and " + Y.shape_str());
+  if (!Y.dtype().is_int()) throw Error("nll_loss: targets must be an int dtype, got " + std::string(Y.dtype().name()));
+  if (weight && weight->shape() != Shape{shape()[1]}) throw Error("nll_loss: weight must have shape (C,) = (" + std::to_string(shape()[1]) + "), got " + weight->shape_str());
+  Tensor w = weight ? weight->gather(0, Y.flatten()).reshape(Y.shape()) : tg::const_like(Y, 1, dtype());
+  Tensor masked = ignore_index ? w * Y.ne(*ignore_index) : w;
+  Tensor nll = -gather(1, Y.unsqueeze(1)).squeeze(1) * masked;
+  return reduction == "mean" ? nll.sum() / masked.sum() : do_reduction(nll, reduction, "nll_loss");
 }
 
 // ***** 6. attention *****

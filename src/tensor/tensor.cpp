@@ -98,6 +98,16 @@ int64_t Tensor::numel() const {
   return n;
 }
 int64_t Tensor::element_size() const { return uop_of(*this).element_size(); }
+Shape Tensor::max_shape() const {
+  Shape r;
+  for (const sint& s : sym_shape()) r.push_back(s.vmax());
+  return r;
+}
+int64_t Tensor::max_numel() const {
+  int64_t n = 1;
+  for (auto s : max_shape()) n *= s;
+  return n;
+}
 std::string Tensor::graph() const { return uop_of(*this).str(); }
 std::string Tensor::shape_str() const {
   const UOp& u = uop_of(*this);
@@ -234,13 +244,19 @@ std::vector<Tensor> unrealized(const std::vector<Tensor>& tensors) {  // buffer-
 Schedule Tensor::schedule_linear(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> todo = unrealized(tensors);
   if (todo.empty()) return {};
-  auto [linear, vars] = linear_with_vars(todo);
+  auto [linear, vars] = tg::linear_with_vars(todo);
   return TensorAccess::make(std::move(linear), std::move(vars));
+}
+std::pair<Schedule, std::map<std::string, int64_t>> Tensor::linear_with_vars(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> todo = unrealized(tensors);
+  if (todo.empty()) return {};
+  auto [linear, vars] = tg::linear_with_vars(todo);
+  return {TensorAccess::make(std::move(linear), vars), vars};
 }
 void Tensor::realize(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> todo = unrealized(tensors);
   if (todo.empty()) return;
-  auto [linear, vars] = linear_with_vars(todo);
+  auto [linear, vars] = tg::linear_with_vars(todo);
   run_linear(linear, vars);
 }
 
@@ -319,6 +335,12 @@ Tensor Tensor::to(const std::string& device) const {
   Tensor ret = wrap(u.copy_to_device(dev));
   if (impl_->grad) ret.impl_->grad = Tensor(impl_->grad).to(dev).impl_;
   return ret.is_param_(is_param());
+}
+
+Tensor& Tensor::to_(const std::string& device) {
+  Tensor real = to(device);
+  if (impl_->grad && real.impl_->grad) Tensor(impl_->grad).replace(Tensor(real.impl_->grad));
+  return replace(real);
 }
 
 namespace {

@@ -573,3 +573,33 @@ TEST(ConformanceNN, Half) {
   for (auto& c : cases) c.tol = tol;
   run_all(cases, "half");
 }
+
+// torch.nn.functional.normalize as torch writes it (ATen has no F.normalize): x / norm_p(x, dim).clamp_min(eps)
+at::Tensor torch_normalize(const at::Tensor& x, double p, int64_t dim) { return x / at::norm(x, p, {dim}, true).clamp_min(1e-12); }
+
+TEST(ConformanceNN, NormalizeNllLoss) {
+  using R = at::Reduction::Reduction;
+  auto red = [](const std::string& r) { return r == "none" ? R::None : r == "sum" ? R::Sum : R::Mean; };
+  std::vector<Case> cases;
+  for (auto [p, dim] : std::vector<std::pair<double, int64_t>>{{2, 1}, {1, 0}, {3, -1}})
+    cases.push_back({"normalize p=" + std::to_string(p) + " dim=" + std::to_string(dim), {F({3, 4})},
+                     [=](const TV& v) { return v[0].normalize(p, dim); }, [=](const AV& v) { return torch_normalize(v[0], p, dim); }});
+  cases.push_back({"normalize 3-d", {F({2, 3, 2})}, [](const TV& v) { return v[0].normalize(); },
+                   [](const AV& v) { return torch_normalize(v[0], 2, 1); }});
+  for (std::string r : {"mean", "sum", "none"})
+    for (int64_t ign : {-100, 1}) {
+      cases.push_back({"nll_loss " + r + " ignore=" + std::to_string(ign), {F({4, 3}), I({4}, 3, 7)},
+                       [=](const TV& v) { return v[0].log_softmax().nll_loss(v[1], std::nullopt, ign == -100 ? std::nullopt : std::optional<int64_t>(ign), r); },
+                       [=](const AV& v) { return at::nll_loss(v[0].log_softmax(1), v[1].to(at::kLong), {}, red(r), ign); }});
+      cases.push_back({"nll_loss weight " + r + " ignore=" + std::to_string(ign), {F({4, 3}), I({4}, 3, 5)},  // torch has no gradient for the weight: a constant
+                       [=](const TV& v) { return v[0].log_softmax().nll_loss(v[1], tg::Tensor::from_vector<float>({0.5f, 1.5f, 2.f}),
+                                                                             ign == -100 ? std::nullopt : std::optional<int64_t>(ign), r); },
+                       [=](const AV& v) { return at::nll_loss(v[0].log_softmax(1), v[1].to(at::kLong), at::tensor({0.5f, 1.5f, 2.f}), red(r), ign); }});
+    }
+  run_all(cases, "normalize / nll_loss");
+  tg::Tensor x = tg::Tensor::zeros({4, 3}), y = tg::Tensor::zeros({4}, dtypes::int32);
+  EXPECT_THROW(x.nll_loss(y, std::nullopt, std::nullopt, "avg"), tg::Error);
+  EXPECT_THROW(x.nll_loss(tg::Tensor::zeros({3}, dtypes::int32)), tg::Error);
+  EXPECT_THROW(x.nll_loss(tg::Tensor::zeros({4})), tg::Error);
+  EXPECT_THROW(x.nll_loss(y, tg::Tensor::ones({4})), tg::Error);
+}

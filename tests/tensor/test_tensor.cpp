@@ -379,3 +379,47 @@ TEST(TensorRealize, RealizeCacheNearMisses) {
   for (int round = 0; round < 2; round++)
     for (int k = 0; k < 7; k++) EXPECT_EQ(chain(vec(1), vec(2), float(k + 2)), 2.f + float(k) / 4096.f) << k;
 }
+
+TEST(Tensor, NbytesMaxShapeToInPlaceLinearWithVars) {
+  EXPECT_EQ(Tensor::empty({2, 3}).nbytes(), 24);             // tinygrad: numel * element_size
+  EXPECT_EQ(Tensor::empty({5}, dtypes::half).nbytes(), 10);
+  EXPECT_EQ(Tensor::empty({0, 3}).nbytes(), 0);
+  tg::sint i = tg::Variable("i", 1, 10).bind(4);
+  Tensor s = Tensor::empty(tg::SymShape{std::vector<tg::sint>{i, 3}});
+  EXPECT_EQ(s.max_shape(), (Shape{10, 3}));
+  EXPECT_EQ(s.max_numel(), 30);
+  EXPECT_EQ(Tensor::empty({2, 3}).max_shape(), (Shape{2, 3}));
+  auto [sched, vars] = Tensor::linear_with_vars({(s + 1).contiguous()});
+  EXPECT_EQ(sched.size(), 1u);
+  EXPECT_EQ(vars, (std::map<std::string, int64_t>{{"i", 4}}));
+  auto [sched2, vars2] = Tensor::linear_with_vars({Tensor::empty({4}) + 1});
+  EXPECT_EQ(sched2.size(), 1u);
+  EXPECT_TRUE(vars2.empty());
+  Tensor a = Tensor::from_vector<float>({1, 2, 3});
+  a.set_grad(Tensor::ones({3}));
+  Tensor alias = a;  // a handle: to_ moves the one tensor both names share
+  alias.to_("CPU:1");
+  EXPECT_EQ(a.device(), "CPU:1");
+  EXPECT_EQ(a.grad()->device(), "CPU:1");
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(Tensor, SmallApiNames) {  // hand-derived values for names no conformance case reaches
+  EXPECT_EQ(Tensor::from_vector<int32_t>({0, 5, -1}).bitwise_not().to_vector<int32_t>(), (std::vector<int32_t>{-1, -6, 0}));
+  EXPECT_EQ(Tensor::from_vector<int32_t>({0, 2}).bool_().to_vector<bool>(), (std::vector<bool>{false, true}));
+  Tensor h = Tensor::from_vector<float>({1.5f, -2.25f}).half();
+  EXPECT_EQ(h.dtype(), dtypes::half);
+  EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{1.5f, -2.25f}));
+  EXPECT_EQ(Tensor::from_vector<float>({1, 2}).pad_to({4}).to_vector<float>(), (std::vector<float>{1, 2, 0, 0}));
+  EXPECT_EQ(Tensor::empty({2, 6}).unflatten(1, {2, 3}).shape(), (Shape{2, 2, 3}));
+  Tensor r = Tensor::empty({64}, dtypes::half).rand_like();
+  EXPECT_EQ(r.shape(), (Shape{64}));
+  EXPECT_EQ(r.dtype(), dtypes::half);
+  for (float v : r.to_vector<float>()) EXPECT_TRUE(v >= 0 && v < 1) << v;
+  Tensor n = Tensor::empty({2, 3}).randn_like();
+  EXPECT_EQ(n.shape(), (Shape{2, 3}));
+  Tensor a = Tensor::from_vector<float>({1, 2}), b = Tensor::from_vector<float>({7, 8});
+  a.replace(b);
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{7, 8}));
+  EXPECT_THROW(a.replace(Tensor::empty({3})), tg::Error);
+}
