@@ -244,6 +244,10 @@ TEST(Symbolic, ScaledDotProductAttention) {
     else EXPECT_EQ(tg::engine_stats().programs_built - before, 0) << "start_pos=" << n << ": a symbolic kernel was compiled again";
   }
   EXPECT_GE(built_first, 1);
+  // the head dim scales the scores, so it must be an int
+  sint hd = tg::Variable("hd", 1, 8).bind(4);
+  Tensor qh = q2.t.shrink({{0, 1}, {0, 2}, {0, T}, {0, hd}}), kh = k.t.shrink({{0, 1}, {0, 2}, {0, 3}, {0, hd}});
+  expect_error([&] { qh.scaled_dot_product_attention(kh, kh); }, {"scaled_dot_product_attention", "int last dim", "hd"});
 }
 
 TEST(Symbolic, ScaledDotProductAttentionGradient) {  // GQA with a causal float mask at a concrete shape, vs torch autograd
