@@ -421,8 +421,8 @@ class Tensor {
   // letter repeated in one operand takes its diagonal; dtype is the sum's
   static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands, std::optional<DType> dtype = std::nullopt);
   // the upper / lower triangle of the last two dims (0 elsewhere); diagonal > 0 moves the border up-right
-  Tensor triu(int64_t diagonal = 0) const;
-  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(const sint& diagonal = 0) const;  // diagonal and the matrix dims may be symbolic
+  Tensor tril(const sint& diagonal = 0) const;
   Tensor matmul(const Tensor& x, bool reverse = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor linear(const Tensor& weight, std::optional<Tensor> bias = std::nullopt, std::optional<DType> dtype = std::nullopt) const;
   Tensor layernorm(Axis axis = -1, double eps = 1e-5) const;

@@ -221,17 +221,14 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
   sint end = start_pos + T;
   l.cache_kv.shrink({{0, 2}, {0, 1}, {0, c.n_kv_heads}, {start_pos, end}, {0, c.head_dim}}).assign(Tensor::stack({k, v}));
-  // keys and values (1, heads, end, head_dim), each kv head repeated for its query heads (end may be symbolic)
-  int64_t rep = c.n_heads / c.n_kv_heads;
-  auto heads = [&](int64_t i) {
-    return l.cache_kv.shrink({{i, i + 1}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}})
-        .reshape({1, c.n_kv_heads, 1, end, c.head_dim}).expand({1, c.n_kv_heads, rep, end, c.head_dim})
-        .reshape({1, c.n_heads, end, c.head_dim});
+  // keys and values (1, kv heads, end, head_dim); end may be symbolic
+  auto cached = [&](int64_t i) {
+    return l.cache_kv.shrink({{i, i + 1}, {0, 1}, {0, c.n_kv_heads}, {0, end}, {0, c.head_dim}}).reshape({1, c.n_kv_heads, end, c.head_dim});
   };
-  Tensor qk = q.matmul(heads(0).transpose(-2, -1)) / std::sqrt(double(c.head_dim));
-  // query t sees positions <= start_pos + t (the lower-right causal mask); one query sees everything
-  if (T > 1) qk = qk + Tensor::full({1, 1, T, end.as_int()}, -INFINITY, dtypes::float32, dev_).triu(start_pos.as_int() + 1);
-  Tensor a = qk.softmax(-1).matmul(heads(1));
+  // query t sees positions <= start_pos + t (the lower-right causal mask, not is_causal's upper-left); one query sees everything
+  std::optional<Tensor> mask;
+  if (T > 1) mask = Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1, 1}).expand({1, 1, T, end}).triu(start_pos + 1);
+  Tensor a = q.scaled_dot_product_attention(cached(0), cached(1), mask, 0.0, false, true);
   return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
 }
 

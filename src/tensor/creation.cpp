@@ -120,19 +120,25 @@ Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, std::optional<DType> dty
 }
 
 namespace {
-// tinygrad's _tri: true where column - row >= diagonal
-Tensor tri(int64_t r, int64_t c, int64_t diagonal) { return Tensor::arange(r).unsqueeze(-1) + diagonal <= Tensor::arange(c); }
+// arange(n) where n may be symbolic: the first n of arange(n's largest value), the same values
+Tensor arange_to(const sint& n) { return n.is_int() ? Tensor::arange(n.as_int()) : Tensor::arange(n.vmax()).shrink({{0, n}}); }
+// tinygrad's _tri: true where column - row >= diagonal (dims and diagonal may be symbolic)
+Tensor tri(const sint& r, const sint& c, const sint& diagonal) {
+  return arange_to(r).unsqueeze(-1) + (diagonal.is_int() ? Tensor(diagonal.as_int()) : wrap(to_uop(diagonal))) <= arange_to(c);
+}
 void check_matrix(const Tensor& t, const char* op) {
   if (t.ndim() < 2) throw Error(std::string(op) + ": needs at least 2 dims (the last two are the matrix), got shape " + t.shape_str());
 }
 }  // namespace
-Tensor Tensor::triu(int64_t diagonal) const {
+Tensor Tensor::triu(const sint& diagonal) const {
   check_matrix(*this, "triu");
-  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal).where(*this, tg::const_like(*this, 0));
+  SymShape s = sym_shape();
+  return tri(s[s.size() - 2], s.back(), diagonal).where(*this, tg::const_like(*this, 0));
 }
-Tensor Tensor::tril(int64_t diagonal) const {
+Tensor Tensor::tril(const sint& diagonal) const {
   check_matrix(*this, "tril");
-  return tri(shape()[size_t(ndim() - 2)], shape().back(), diagonal + 1).where(tg::const_like(*this, 0), *this);
+  SymShape s = sym_shape();
+  return tri(s[s.size() - 2], s.back(), diagonal + 1).where(tg::const_like(*this, 0), *this);
 }
 
 // ***** 2. random: threefry on a per-device (key, counter) state *****

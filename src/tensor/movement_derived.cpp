@@ -95,8 +95,8 @@ Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim_in)
   if (repeats < 0) throw Error("repeat_interleave: repeats must be non-negative, got " + std::to_string(repeats));
   Tensor x = dim_in ? *this : flatten();
   int64_t dim = dim_in ? resolve_dim(*this, *dim_in, false, "repeat_interleave") : 0;
-  Shape s = x.shape(), unsq = s, expd = s, fin = s;
-  unsq.insert(unsq.begin() + dim + 1, 1), expd.insert(expd.begin() + dim + 1, repeats), fin[size_t(dim)] *= repeats;
+  SymShape s = x.sym_shape(), unsq = s, expd = s, fin = s;
+  unsq.insert(unsq.begin() + dim + 1, 1), expd.insert(expd.begin() + dim + 1, repeats), fin[size_t(dim)] = fin[size_t(dim)] * repeats;
   return x.reshape(unsq).expand(expd).reshape(fin);
 }
 

@@ -521,20 +521,21 @@ Tensor Tensor::nll_loss(const Tensor& Y, std::optional<Tensor> weight, std::opti
 
 Tensor Tensor::scaled_dot_product_attention(const Tensor& key_in, const Tensor& value_in, std::optional<Tensor> attn_mask, double dropout_p,
                                             bool is_causal, bool enable_gqa) const {
-  if (ndim() < 2 || key_in.ndim() < 2 || value_in.ndim() < 2 || shape().back() != key_in.shape().back())
+  // sequence dims may be symbolic (a KV cache read to start_pos+T); head counts and the head dim are ints
+  SymShape qs = sym_shape(), ks = key_in.sym_shape(), vs = value_in.sym_shape();
+  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2 || qs.back() != ks.back() || !qs.back().is_int())
     throw Error("scaled_dot_product_attention: query " + shape_str() + ", key " + key_in.shape_str() + " and value " + value_in.shape_str() +
-                " need at least 2 dims and the same last dim for query and key");
+                " need at least 2 dims and the same int last dim for query and key");
   Tensor key = key_in, value = value_in;
   if (enable_gqa) {
-    if (ndim() < 3 || key.ndim() < 3 || value.ndim() < 3 || key.shape()[size_t(key.ndim() - 3)] == 0 || value.shape()[size_t(value.ndim() - 3)] == 0 ||
-        shape()[size_t(ndim() - 3)] % key.shape()[size_t(key.ndim() - 3)] != 0 ||
-        shape()[size_t(ndim() - 3)] % value.shape()[size_t(value.ndim() - 3)] != 0)
+    auto heads = [](const SymShape& s) { return s.size() >= 3 && s[s.size() - 3].is_int() ? s[s.size() - 3].as_int() : int64_t(0); };
+    int64_t hq = heads(qs), hk = heads(ks), hv = heads(vs);
+    if (hq == 0 || hk == 0 || hv == 0 || hq % hk != 0 || hq % hv != 0)
       throw Error("scaled_dot_product_attention: enable_gqa needs query heads " + shape_str() + " to be a multiple of key/value heads " +
                   key.shape_str() + ", " + value.shape_str());
-    key = key.repeat_interleave(shape()[size_t(ndim() - 3)] / key.shape()[size_t(key.ndim() - 3)], -3);
-    value = value.repeat_interleave(shape()[size_t(ndim() - 3)] / value.shape()[size_t(value.ndim() - 3)], -3);
+    key = key.repeat_interleave(hq / hk, -3), value = value.repeat_interleave(hq / hv, -3);
   }
-  Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(shape().back()));
+  Tensor qk = matmul(key.transpose(-2, -1), false, least_upper_dtype({dtype(), key.dtype(), dtypes::float32})) / std::sqrt(double(qs.back().as_int()));
   if (is_causal) {
     if (attn_mask) throw Error("scaled_dot_product_attention: cannot set attn_mask when is_causal=True");
     attn_mask = tg::const_like(qk, true, dtypes::bool_).tril();

@@ -44,7 +44,12 @@ Tensor Tensor::flip(Axis axis) const {
 }
 Tensor Tensor::transpose(int64_t a, int64_t b) const { UOp u = uop_of(*this).transpose(a, b); return u == uop_of(*this) ? *this : W(u); }
 Tensor Tensor::squeeze(std::optional<int64_t> d) const { UOp u = uop_of(*this).squeeze(d); return u == uop_of(*this) ? *this : W(u); }
-Tensor Tensor::unsqueeze(int64_t d) const { return W(uop_of(*this).unsqueeze(d)); }
+Tensor Tensor::unsqueeze(int64_t d) const {
+  if (!uop_of(*this).has_sym_shape()) return W(uop_of(*this).unsqueeze(d));
+  SymShape s = sym_shape();
+  s.insert(s.begin() + resolve_dim(*this, d, true, "unsqueeze"), sint(1));
+  return reshape(s);
+}
 Tensor Tensor::flatten(int64_t a, int64_t b) const { UOp u = uop_of(*this).flatten(a, b); return u == uop_of(*this) ? *this : W(u); }
 Tensor Tensor::unflatten(int64_t d, const Shape& s) const { UOp u = uop_of(*this).unflatten(d, s); return u == uop_of(*this) ? *this : W(u); }
 Tensor Tensor::shrink_to(const Shape& s) const {

@@ -4,8 +4,10 @@
 //
 //   Pair x = input({3, 4}, dtypes::float32);           // random values, the same on both sides
 //   expect_same(op(x), "relu");                        // where op is a generic lambda [](auto& t) { return t.relu(); }
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -148,6 +150,15 @@ inline void expect_error(const std::function<void()>& f, const std::vector<std::
   } catch (const tg::Error& e) {
     for (auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
   }
+}
+
+// torch's scaled_dot_product_attention written out (torch 1.13 has none): GQA repeats kv heads, is_causal is upper-left
+inline at::Tensor torch_sdpa(const at::Tensor& q, at::Tensor k, at::Tensor v, std::optional<at::Tensor> mask, bool causal, bool gqa) {
+  if (gqa) k = k.repeat_interleave(q.size(-3) / k.size(-3), -3), v = v.repeat_interleave(q.size(-3) / v.size(-3), -3);
+  at::Tensor qk = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(q.size(-1)));
+  if (causal) mask = at::ones({qk.size(-2), qk.size(-1)}, at::kBool).tril();
+  if (mask) qk = qk + (mask->scalar_type() == at::kBool ? at::where(*mask, 0.0, -INFINITY).to(at::kFloat) : *mask);
+  return at::matmul(at::softmax(qk, -1), v);
 }
 
 }  // namespace conf

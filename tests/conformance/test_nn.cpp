@@ -266,16 +266,6 @@ TEST(ConformanceNN, Losses) {
 
 // ***** attention *****
 
-namespace {
-at::Tensor torch_sdpa(const at::Tensor& q, at::Tensor k, at::Tensor v, std::optional<at::Tensor> mask, bool causal, bool gqa) {
-  if (gqa) k = k.repeat_interleave(q.size(-3) / k.size(-3), -3), v = v.repeat_interleave(q.size(-3) / v.size(-3), -3);
-  at::Tensor qk = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(q.size(-1)));
-  if (causal) mask = at::ones({qk.size(-2), qk.size(-1)}, at::kBool).tril();
-  if (mask) qk = qk + (mask->scalar_type() == at::kBool ? at::where(*mask, 0.0, -INFINITY).to(at::kFloat) : *mask);
-  return at::matmul(at::softmax(qk, -1), v);
-}
-}  // namespace
-
 TEST(ConformanceNN, Attention) {
   Pair bmask = input({3, 5}, dtypes::bool_, -1, 1, 4);
   std::vector<Case> cases{

@@ -197,6 +197,70 @@ TEST(Symbolic, AttentionGradient) {  // backward through symbolic shrink, matmul
   }
 }
 
+// ***** attention over a KV cache read to a symbolic length *****
+
+TEST(Symbolic, TrilTriu) {  // symbolic matrix dims and a symbolic diagonal
+  Pair x = input({6, 10}, dtypes::float32), y = input({10, 6}, dtypes::float32, -3, 3, 2);
+  sint var = tg::Variable("i", 1, 10);
+  for (int64_t n : kVals) {
+    sint v = var.bind(n);
+    Tensor xs = x.t.shrink({{0, 6}, {0, v}});
+    at::Tensor xa = x.a.narrow(1, 0, n);
+    std::vector<std::pair<Tensor, at::Tensor>> got{
+        {xs.triu(), xa.triu()}, {xs.tril(), xa.tril()}, {xs.triu(2), xa.triu(2)}, {xs.tril(-1), xa.tril(-1)},
+        {xs.triu(v - 2), xa.triu(n - 2)}, {xs.tril(v - 4), xa.tril(n - 4)},
+        {y.t.shrink({{0, v}, {0, 6}}).tril(1), y.a.narrow(0, 0, n).tril(1)}, {y.t.shrink({{0, v}, {0, 6}}).triu(-(v / 2)), y.a.narrow(0, 0, n).triu(-(n / 2))}};
+    for (size_t k = 0; k < got.size(); k++)
+      EXPECT_TRUE(same(concrete(got[k].first.realize(), got[k].second.sizes().vec()), got[k].second)) << "case " << k << " n=" << n;
+  }
+}
+
+TEST(Symbolic, ScaledDotProductAttention) {
+  // queries at positions start_pos..start_pos+T-1 over a cache read to start_pos+T, as the llm model's attention
+  const int64_t T = 2;
+  Pair q = input({1, 4, T, 8}, dtypes::float32, -1, 1, 3), k = input({1, 2, 12, 8}, dtypes::float32, -1, 1, 4);
+  Pair val = input({1, 2, 12, 6}, dtypes::float32, -1, 1, 5), q2 = input({1, 2, T, 8}, dtypes::float32, -1, 1, 6);
+  sint var = tg::Variable("start_pos", 0, 10);
+  int64_t built_first = -1;
+  for (int64_t n : {1, 4, 10}) {
+    sint sp = var.bind(n), end = sp + T;
+    auto upto = [&](const Tensor& t, int64_t d) { return t.shrink({{0, 1}, {0, 2}, {0, end}, {0, d}}); };
+    Tensor ks = upto(k.t, 8), vs = upto(val.t, 6);
+    at::Tensor ka = k.a.narrow(2, 0, n + T), va = val.a.narrow(2, 0, n + T);
+    Tensor fmask = Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1, 1}).expand({1, 1, T, end}).triu(sp + 1);
+    at::Tensor fmask_a = at::full({1, 1, T, n + T}, -INFINITY).triu(n + 1);
+    Tensor bmask = tg::Tensor(true).reshape({1, 1}).expand({T, end}).tril(sp);
+    at::Tensor bmask_a = at::ones({T, n + T}, at::kBool).tril(n);
+    std::vector<Row> rows{
+        {"plain", q2.t.scaled_dot_product_attention(ks, vs), torch_sdpa(q2.a, ka, va, std::nullopt, false, false)},
+        {"gqa", q.t.scaled_dot_product_attention(ks, vs, std::nullopt, 0.0, false, true), torch_sdpa(q.a, ka, va, std::nullopt, false, true)},
+        {"causal", q2.t.scaled_dot_product_attention(ks, vs, std::nullopt, 0.0, true), torch_sdpa(q2.a, ka, va, std::nullopt, true, false)},
+        {"gqa float mask", q.t.scaled_dot_product_attention(ks, vs, fmask, 0.0, false, true), torch_sdpa(q.a, ka, va, fmask_a, false, true)},
+        {"bool mask", q2.t.scaled_dot_product_attention(ks, vs, bmask), torch_sdpa(q2.a, ka, va, bmask_a, false, false)},
+    };
+    int64_t before = tg::engine_stats().programs_built;
+    expect_rows(rows, "start_pos=" + std::to_string(n));
+    if (built_first < 0) built_first = tg::engine_stats().programs_built - before;
+    else EXPECT_EQ(tg::engine_stats().programs_built - before, 0) << "start_pos=" << n << ": a symbolic kernel was compiled again";
+  }
+  EXPECT_GE(built_first, 1);
+  // the head dim scales the scores, so it must be an int
+  sint hd = tg::Variable("hd", 1, 8).bind(4);
+  Tensor qh = q2.t.shrink({{0, 1}, {0, 2}, {0, T}, {0, hd}}), kh = k.t.shrink({{0, 1}, {0, 2}, {0, 3}, {0, hd}});
+  expect_error([&] { qh.scaled_dot_product_attention(kh, kh); }, {"scaled_dot_product_attention", "int last dim", "hd"});
+}
+
+TEST(Symbolic, ScaledDotProductAttentionGradient) {  // GQA with a causal float mask at a concrete shape, vs torch autograd
+  Pair q = input({1, 4, 3, 8}, dtypes::float32, -1, 1, 3), k = input({1, 2, 5, 8}, dtypes::float32, -1, 1, 4);
+  Pair val = input({1, 2, 5, 6}, dtypes::float32, -1, 1, 5);
+  Tensor qt = to_tg(q.a), kt = to_tg(k.a), vt = to_tg(val.a);
+  Tensor mask = Tensor::full({1, 1, 3, 5}, -INFINITY).triu(3);
+  (qt.scaled_dot_product_attention(kt, vt, mask, 0.0, false, true) * 3).sum().backward();
+  at::Tensor qa = q.a.clone().requires_grad_(true), ka = k.a.clone().requires_grad_(true), va = val.a.clone().requires_grad_(true);
+  (torch_sdpa(qa, ka, va, at::full({1, 1, 3, 5}, -INFINITY).triu(3), false, true) * 3).sum().backward();
+  expect_rows({{"dq", *qt.grad(), qa.grad()}, {"dk", *kt.grad(), ka.grad()}, {"dv", *vt.grad(), va.grad()}}, "sdpa gradient");
+}
+
 TEST(Symbolic, KvCacheWriteAtSymbolicOffset) {  // cache[pos:pos+1] = row, one kernel for every pos
   Tensor cache = Tensor::zeros({8, 2}).contiguous().realize();
   at::Tensor expect = at::zeros({8, 2});
