@@ -65,3 +65,15 @@ class Tokenizer {
 };
 
 }  // namespace tg::llm
+
+namespace tg::llm {
+
+// a byte-level BPE vocabulary (model "gpt2", pre "gpt2") trained on `texts`: the 256 byte tokens (ids 0..255, byte
+// order), then one token per merge, then `specials` as CONTROL tokens (the first is BOS and EOS, added in front of
+// encoded text). Each text is split by the gpt2 pre-tokenizer; pairs of adjacent tokens are counted over the distinct
+// pieces weighted by how often each occurs, and the most frequent pair is merged (ties: the smallest left id, then the
+// smallest right id; occurrences left to right, as encode applies them), until the vocabulary has vocab_size tokens or
+// no pair occurs. A merge whose text is already a token reuses it. vocab_size below 256 + specials is a tg::Error
+Vocab train_bpe(std::span<const std::string> texts, int32_t vocab_size, const std::vector<std::string>& specials = {"<|endoftext|>"});
+
+}  // namespace tg::llm

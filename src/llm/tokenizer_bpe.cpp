@@ -7,15 +7,14 @@
 
 namespace tg::llm {
 
-namespace {
-
-// GPT-2's map: printable bytes stand for themselves, the others for U+0100 + their rank among the non-printable ones
 std::array<uint32_t, 256> byte_to_cp() {
   std::array<uint32_t, 256> m{};
   uint32_t next = 256;
   for (uint32_t b = 0; b < 256; b++) m[b] = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? b : next++;
   return m;
 }
+
+namespace {
 
 // the bytes a byte-level token stands for, or nullopt when a character is not one of the 256
 std::optional<std::string> token_bytes(const std::string& text) {

@@ -21,6 +21,10 @@ enum class Pre { GPT2, LLAMA3, QWEN2 };
 // the pieces of the code points `cps`, as the end index of each (the pieces are consecutive and cover them all)
 std::vector<size_t> pretokenize(const std::vector<uint32_t>& cps, Pre pre);
 
+// GPT-2's byte-level alphabet: printable bytes stand for themselves, the others for U+0100 + their rank among the
+// non-printable ones (a "gpt2" token's text is its bytes in these characters)
+std::array<uint32_t, 256> byte_to_cp();
+
 struct Tokenizer::Impl {
   bool spm = false;                                 // model "llama"; else "gpt2"
   Pre pre = Pre::GPT2;
