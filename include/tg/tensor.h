@@ -211,6 +211,10 @@ class Tensor {
   Tensor& operator^=(const Tensor& x) { return assign(bitwise_xor(x)); }
   Tensor& operator<<=(const Tensor& x) { return assign(lshift(x)); }
   Tensor& operator>>=(const Tensor& x) { return assign(rshift(x)); }
+  // tinygrad's __ifloordiv__, __ipow__, __imatmul__ (C++ has no //=, **=, @=): the named op with a trailing underscore
+  Tensor& idiv_(const Tensor& x) { return assign(idiv(x)); }
+  Tensor& pow_(const Tensor& x) { return assign(pow(x)); }
+  Tensor& matmul_(const Tensor& x) { return assign(matmul(x)); }
 
   // ** elementwise (broadcasting, tinygrad's dtype promotion; a C++ number is a weak literal) **
   Tensor add(const Tensor& x, bool reverse = false) const;
@@ -293,6 +297,11 @@ class Tensor {
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   Tensor cast(DType dtype) const;
   Tensor bitcast(DType dtype) const;
+  // Keccak over the last dim: "sha3_224", "sha3_256", "shake_128" (16 bytes out), or a (rate, dsbyte) pair; the leading
+  // dims are a batch. hash(): tinygrad's 16-byte tree hash (shake_128 of 4 KiB pieces, then of their digests, per 1 MiB)
+  Tensor keccak(const std::string& cfg = "sha3_256") const;
+  Tensor keccak(int64_t rate, int64_t dsbyte) const;
+  Tensor hash() const;
   Tensor float_() const { return cast(dtypes::float32); }
   Tensor half() const { return cast(dtypes::float16); }
   Tensor int_() const { return cast(dtypes::int32); }
