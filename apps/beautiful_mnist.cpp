@@ -19,6 +19,7 @@
 #include "tg/state.h"
 #include "tg/tg.h"
 #include "beautiful_mnist_model.h"
+#include "cli_number.h"
 
 using tg::Tensor;
 using tg::BeautifulMnist;
@@ -48,14 +49,7 @@ static Options parse(int argc, char** argv) {
     if (a == "--constant-lr") { o.cosine = false; continue; }
     if (i + 1 >= argc) throw tg::Error("option " + a + " needs a value (see --help)");
     std::string v = argv[++i];
-    auto num = [&](auto& out) {
-      size_t used = 0;
-      try {
-        if constexpr (std::is_same_v<std::remove_reference_t<decltype(out)>, double>) out = std::stod(v, &used);
-        else out = std::stoll(v, &used);
-      } catch (const std::exception&) { used = 0; }
-      if (used != v.size() || v.empty()) throw tg::Error("option " + a + ": '" + v + "' is not a number");
-    };
+    auto num = [&](auto& out) { parse_number(a, v, out); };
     if (a == "--steps") num(o.steps);
     else if (a == "--bs") num(o.bs);
     else if (a == "--lr") num(o.lr);

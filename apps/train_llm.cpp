@@ -20,6 +20,7 @@
 #include "tg/optim.h"
 #include "tg/state.h"
 #include "tg/tg.h"
+#include "cli_number.h"
 
 using tg::Tensor;
 namespace fs = std::filesystem;
@@ -44,14 +45,7 @@ static Options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw tg::Error("option " + a + " needs a value (see --help)");
     std::string v = argv[++i];
-    auto num = [&](auto& out) {
-      size_t used = 0;
-      try {
-        if constexpr (std::is_same_v<std::remove_reference_t<decltype(out)>, double>) out = std::stod(v, &used);
-        else out = std::stoll(v, &used);
-      } catch (const std::exception&) { used = 0; }
-      if (used != v.size() || v.empty()) throw tg::Error("option " + a + ": '" + v + "' is not a number");
-    };
+    auto num = [&](auto& out) { parse_number(a, v, out); };
     if (a == "--steps") num(o.steps);
     else if (a == "--batch") num(o.batch);
     else if (a == "--lr") num(o.lr);

@@ -18,6 +18,7 @@
 #include "serve.h"
 #include "tg/error.h"
 #include "tg/llm.h"
+#include "../cli_number.h"
 
 namespace llm = tg::llm;
 
@@ -58,14 +59,7 @@ Options parse(int argc, char** argv) {
     if (a == "-h" || a == "--help") usage(), std::exit(0);
     if (i + 1 >= argc) throw tg::Error("option " + a + " needs a value (see --help)");
     std::string v = argv[++i];
-    auto num = [&](auto& out) {
-      size_t used = 0;
-      try {
-        if constexpr (std::is_floating_point_v<std::remove_reference_t<decltype(out)>>) out = std::stod(v, &used);
-        else out = std::remove_reference_t<decltype(out)>(std::stoll(v, &used));
-      } catch (const std::exception&) { used = 0; }
-      if (used != v.size() || v.empty()) throw tg::Error("option " + a + ": '" + v + "' is not a number");
-    };
+    auto num = [&](auto& out) { parse_number(a, v, out); };
     if (a == "--model" || a == "-m") o.model = v;
     else if (o.cmd == "bench" && a == "-p") num(o.pp);
     else if (a == "--reps") num(o.reps);

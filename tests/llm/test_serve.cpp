@@ -160,7 +160,8 @@ TEST(LlmServe, RepliesEqualTheGreedyCli) {
 }
 
 // stream: true sends the same text in pieces (the same seed: the same draws), the finish reason last, then [DONE]; seeds
-// are tried until a reply has several tokens (a random model may end at once), and every seed's stream must match
+// are tried until a reply streams in several events (a random model may end at once, and bytes that are not yet whole
+// UTF-8 are held back), and every seed's stream must match its whole reply
 TEST(LlmServe, StreamConcatenatesToTheWholeReply) {
   NEED_SERVER("llama");
   for (bool chat : {false, true}) {
@@ -177,11 +178,9 @@ TEST(LlmServe, StreamConcatenatesToTheWholeReply) {
       Streamed s = read_stream(post(srv, path, req), chat);
       EXPECT_EQ(s.text, reply_text(whole.j())) << "seed " << seed;
       EXPECT_EQ(s.finish_reason, whole.j()["choices"][0]["finish_reason"]) << "seed " << seed;
-      if (whole.j()["usage"]["completion_tokens"].get<int>() < 4) continue;
-      several = true;
-      EXPECT_GT(s.chunks, 2u) << "seed " << seed;
+      several = s.chunks > 2;  // a role/first piece, more pieces, the finish
     }
-    EXPECT_TRUE(several) << "no seed gave a reply of 4 or more tokens";
+    EXPECT_TRUE(several) << "no seed's reply streamed in more than two events";
   }
 }
 
