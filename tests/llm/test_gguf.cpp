@@ -14,10 +14,13 @@
 
 #include "support/generated.h"
 #include "tg/gguf.h"
+#include "support/error_of.h"
 
 using namespace tg;
 using namespace tg::gguf;
 using nlohmann::json;
+
+using tg::test::error_of;
 
 namespace {
 
@@ -80,15 +83,6 @@ void expect_tensor(const GGUF& g, const json& t) {
     std::memcpy(&a, &got[first * 4], 4), std::memcpy(&b, &want[first * 4], 4);
     ADD_FAILURE() << bad << " of " << got.size() / isz << " elements differ; first at " << first << ": " << a << " vs " << b;
   } else EXPECT_EQ(bad, 0u) << "first at element " << first;
-}
-
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 
 #include "support/generated.h"
 #include "tg/gguf.h"
+#include "support/error_of.h"
 
 using namespace tg;
 using namespace tg::gguf;
 using nlohmann::json;
+
+using tg::test::error_of;
 
 namespace {
 
@@ -43,15 +46,6 @@ std::vector<std::pair<std::string, Tensor>> all_tensors() {
   return {{"w.f32", r({2, 3, 5}, dtypes::float32)}, {"w.f16", r({7}, dtypes::float16)}, {"w.bf16", r({3, 2}, dtypes::bfloat16)},
           {"w.f64", r({1, 2, 1, 3}, dtypes::float64)}, {"w.i8", r({5}, dtypes::int8)}, {"w.i16", r({2, 2}, dtypes::int16)},
           {"w.i32", r({3, 1}, dtypes::int32)}, {"w.i64", r({4}, dtypes::int64)}};
-}
-
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
