@@ -336,8 +336,12 @@ std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
 // N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
 // the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
 // which clang's SLP vectorizer makes of the scalar code once the accumulators load and store as vectors
-// (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions.
-bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
+// (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions. A big kernel
+// gets two vectors of lanes where the axis has them (a row of the tile: 2 loads, then each broadcast feeds 2 FMAs) and
+// as many rows as the vector registers hold beside a row's loads and a broadcast: up to 14 on AVX-512's 32 zmm (8 for
+// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
+bool simd_upcast(Scheduler& k, int64_t width, bool big) {
+  int64_t regs = width >= 16 ? 32 : 16;
   std::vector<UOp> stored, loads;  // indices of the inputs
   for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
   for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
@@ -347,6 +351,8 @@ bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
   for (auto a : ups) {
     int64_t lanes = fs[a] % width == 0 ? width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
     if (lanes == 0) continue;
+    int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
+    int64_t max_rows = big ? std::min<int64_t>(16, (regs - vecs - 2) / vecs) : 4;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
       if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
@@ -375,7 +381,9 @@ bool simd_upcast(Scheduler& k, int64_t width, int64_t max_rows) {
           auto now = t.rngs();
           t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rng) - now.begin()), Arg(amt)});
         };
-        upcast(lane_rng, lanes);  // first: the expander puts the first opt's axis innermost (build_range_map)
+        // first: the expander puts the first opt's axis innermost (build_range_map); the second vector's axis next
+        auto rest = t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(rs.begin(), rs.end(), lane_rng) - rs.begin()), Arg(lanes)});
+        if (vecs > 1) upcast(rest->first, vecs);
         for (auto& [rng, amt] : picks) upcast(rng, amt);
         k = t;
         return true;
@@ -445,7 +453,7 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   // more than that)
   bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
-              simd_upcast(k, big ? k.ren.vector_width : 8, big ? 16 : 4);
+              simd_upcast(k, big ? k.ren.vector_width : 8, big);
 
   // more upcasts of non reduce axes. A reduce on a CPU with SIMD kernels gets one of 8 even with a small output (a
   // matrix-vector product of a few hundred rows): each upcast row is its own accumulator, where one row's sum is a chain
