@@ -5,8 +5,12 @@
 // OpenBLAS's one cblas_sgemm call per batch; each side's best of `reps` runs (at least 0.3 s of runs). The results are
 // compared (max |diff| / max |C|) and the run fails if they differ by more than 1e-4.
 //
+// OpenBLAS picks its kernels from the CPU model (printed as "openblas core"); on a VM whose model it does not know it
+// falls back to Prescott's SSE3 ones, a third of an AVX-512 host's speed: OPENBLAS_CORETYPE=SkylakeX picks them by hand.
+//
 //   build/bench/gemm            every case
 //   build/bench/gemm 512 1024   square sizes only
+//   OPENBLAS_CORETYPE=SkylakeX build/bench/gemm   against OpenBLAS's AVX-512 kernels
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
     cases.push_back({"B^T 1024", 1, 1024, 1024, 1024, false, true});
     cases.push_back({"batched 16x256", 16, 256, 256, 256});
   }
-  std::printf("threads %d (tinygrad.cpp NUM_CPU_THREADS and openblas), shapes MxNxK\n", threads);
+  std::printf("threads %d (tinygrad.cpp NUM_CPU_THREADS and openblas), openblas core %s, shapes MxNxK\n", threads, openblas_get_corename());
   bool ok = true;
   for (auto& c : cases) ok &= run(c);
   return ok ? 0 : 1;

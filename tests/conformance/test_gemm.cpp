@@ -76,6 +76,29 @@ TEST(Gemm, TransposedAndBatched) {
   EXPECT_LE(err, 1e-6 * 512 + 1e-5);
 }
 
+TEST(Gemm, RegisterTileFitsTheVectorRegisters) {
+  // the product's accumulators (buf0): two vectors of lanes by the most rows that divide M and fit beside a row's 2
+  // loads and a broadcast: 14 of 32 zmm, 6 of 16 ymm; a prime M has no row block and gets the plain heuristic's tile
+  struct Want { int64_t m, rows16, rows8; };
+  for (Want c : {Want{64, 8, 4}, Want{84, 14, 6}, Want{96, 12, 6}, Want{67, 0, 0}}) {
+    for (int64_t w : {8, 16}) {
+      tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+      SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w) + " M=" + std::to_string(c.m));
+      Pair a = input({c.m, 512}, dtypes::float32, -1, 1, 7), b = input({512, 512}, dtypes::float32, -1, 1, 8);
+      std::string src = kernel_src(a.t.matmul(b.t), 1);
+      int64_t rows = w == 16 ? c.rows16 : c.rows8;
+      size_t at = src.find("float buf0[");
+      if (rows == 0) {
+        EXPECT_EQ(src.find("float" + std::to_string(w) + " val"), std::string::npos) << src;
+      } else {
+        ASSERT_NE(at, std::string::npos) << src;
+        EXPECT_EQ(std::stoll(src.substr(at + 11)), rows * 2 * w) << src;
+      }
+      expect_matmul(Mm{0, c.m, 512, 512});
+    }
+  }
+}
+
 TEST(Gemm, SettingsChangeKernelsNotValues) {
   Pair a = input({64, 512}, dtypes::float32, -1, 1, 5), b = input({512, 512}, dtypes::float32, -1, 1, 6);
   at::Tensor want = at::matmul(a.a.to(at::kDouble), b.a.to(at::kDouble));
