@@ -219,6 +219,9 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   Tensor v = lin(x, l.wv, l.bv).reshape({1, T, c.n_kv_heads, c.head_dim});
   if (l.q_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
   q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
+  // a prompt chunk's keys and values are GEMMs of their own: fused into the cache write (a stack of two reduces), the
+  // kernel loses the GEMM tile and runs at a fraction of a GFLOP/s
+  if (T > 1) k = k.contiguous(), v = v.contiguous();
   sint end = start_pos + T;
   l.cache_kv.shrink({{0, 2}, {0, 1}, {0, c.n_kv_heads}, {start_pos, end}, {0, c.head_dim}}).assign(Tensor::stack({k, v}));
   // keys and values (1, kv heads, end, head_dim); end may be symbolic
@@ -228,7 +231,16 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   // query t sees positions <= start_pos + t (the lower-right causal mask, not is_causal's upper-left); one query sees everything
   std::optional<Tensor> mask;
   if (T > 1) mask = Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1, 1}).expand({1, 1, T, end}).triu(start_pos + 1);
-  Tensor a = q.scaled_dot_product_attention(cached(0), cached(1), mask, 0.0, false, true);
+  Tensor a;
+  if (T == 1) a = q.scaled_dot_product_attention(cached(0), cached(1), mask, 0.0, false, true);
+  else {
+    // a prompt chunk: the scores and the softmax are kernels of their own, so both products are plain batched GEMMs
+    // (fused, the rotary embedding of q is redone per key and the softmax's exp per output lane)
+    int64_t g = c.n_heads / c.n_kv_heads;
+    Tensor kk = cached(0).repeat_interleave(g, -3), vv = cached(1).repeat_interleave(g, -3);
+    Tensor s = q.contiguous().matmul(kk.transpose(-2, -1)) / std::sqrt(double(c.head_dim)) + *mask;
+    a = s.softmax(-1).contiguous().matmul(vv);
+  }
   return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
 }
 
@@ -250,6 +262,9 @@ Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits)
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
     x = (h + lin(lin(f, l.w_gate).silu().contiguous() * lin(f, l.w_up), l.w_down)).contiguous();
+    // a prompt chunk runs layer by layer: its GEMMs repack their weights (tensor/gemm.cpp), and one schedule for the
+    // whole model would hold every layer's packed copy at once
+    if (T > 1) x.realize();
   }
   if (!all_logits) x = x.shrink({{0, 1}, {T - 1, T}, {0, c.dim}});
   return lin(rms(x, output_norm_, c.norm_eps), output_).reshape({-1, c.vocab_size});

@@ -45,6 +45,8 @@ MODELS = {  # name: arch, sizes, tokenizer, options
                 vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
   "quant": dict(arch="llama", dim=64, ffn=128, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q8_0, "ffn": Q.Q4_0, "token_embd": Q.Q8_0}),
   # the codebook types (gguf-py cannot quantize to them: random blocks, each block's scale set to the weight's spread)
+  # wide enough for the CPU's packed GEMM (tensor/gemm.cpp: B of 1 MiB, 64 rows of A) in a prompt chunk of 64 tokens
+  "wide": dict(arch="llama", dim=512, ffn=512, layers=1, heads=8, kv=4, ctx=96, vocab=spm_vocab(), quant={"attn": Q.F16, "ffn": Q.F16}),
   "grid": dict(arch="llama", dim=256, ffn=256, layers=1, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.IQ3_XXS, "ffn": Q.IQ2_S, "token_embd": Q.IQ3_S}),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
@@ -65,7 +67,7 @@ def write(path, name, seed):
   v, d, hd = c["vocab"], c["dim"], c.get("head_dim", c["dim"] // c["heads"])
   n_vocab = len(v["tokens"])
   w = gguf.GGUFWriter(path, arch=c["arch"])
-  w.add_block_count(c["layers"]); w.add_context_length(64); w.add_embedding_length(d); w.add_feed_forward_length(c["ffn"])
+  w.add_block_count(c["layers"]); w.add_context_length(c.get("ctx", 64)); w.add_embedding_length(d); w.add_feed_forward_length(c["ffn"])
   w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
   if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
   if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
@@ -78,6 +80,7 @@ def write(path, name, seed):
     a = (rng.standard_normal(shape) * (scale if scale is not None else shape[-1] ** -0.5 * 1.5)).astype(np.float32)
     q = c.get("quant", {}).get(kind)
     if q in GRID_TYPES: w.add_tensor(name, grid_blocks(rng, shape, a.std(), q), raw_dtype=q)
+    elif q == Q.F16: w.add_tensor(name, a.astype(np.float16))
     elif q is not None: w.add_tensor(name, gguf.quants.quantize(a, q), raw_dtype=q)
     else: w.add_tensor(name, a)
   norm = lambda name, n: w.add_tensor(name, (1 + 0.2 * rng.standard_normal(n)).astype(np.float32))

@@ -1,7 +1,7 @@
 // tg::llm's model against an independent float64 numpy forward (tests/llm/llm_oracle.py, which reads the files with
 // gguf-py's GGUFReader) on tiny random models that gguf-py's writer makes: llama (SentencePiece), llama with GQA, linear
 // rope scaling and tied embeddings (byte-level BPE), qwen2 (neox rope, q/k/v biases, one kv head), qwen3 (q/k norm, head
-// dim != dim / heads), a Q8_0/Q4_0 llama and an IQ3_XXS/IQ3_S/IQ2_S one (the oracle dequantizes with gguf.quants). Log-probs of every position
+// dim != dim / heads), a Q8_0/Q4_0 llama, an IQ3_XXS/IQ3_S/IQ2_S one and a 512-wide F16 one (the oracle dequantizes with gguf.quants). Log-probs of every position
 // within 1e-4 whole, in chunks and token by token through the KV cache; greedy continuations equal. The sampler against
 // hand-derived distributions; chat templates against llama.cpp's formats written out by hand; build/tg-llm as a user
 // runs it.
@@ -114,6 +114,20 @@ TEST(LlmModel, IncrementalMatchesOracle) {
 }
 
 // one token at a time the position is a bound Variable: after the first step, every further position compiles nothing
+// a prompt chunk of 64 tokens with 512-wide F16 matrices takes the CPU's packed GEMM (tensor/gemm.cpp: the weights
+// decoded and repacked as float32 panels per chunk) and the chunk path's own attention GEMMs; then a chunk of 8 and single
+// tokens through the cache
+TEST(LlmModel, WideChunksMatchOracle) {
+  NEED_MODELS();
+  Model m = Model::load(models().model("wide"));
+  std::vector<int32_t> p;
+  for (int64_t i = 0; i < 74; i++) p.push_back(int32_t(3 + (i * 37) % (m.config().vocab_size - 3)));
+  json ref = oracle("wide", p);
+  std::vector<float> l = m.logits(std::span(p).subspan(0, 72), 0, true, 64), tail = m.logits(std::span(p).subspan(72), 72, true, 1);
+  l.insert(l.end(), tail.begin(), tail.end());
+  expect_logprobs(l, m.config().vocab_size, ref);
+}
+
 TEST(LlmModel, DecodeCompilesOnce) {
   NEED_MODELS();
   Model m = Model::load(models().model("llama"));
