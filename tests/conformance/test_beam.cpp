@@ -71,6 +71,8 @@ TEST(Beam, BatchCompiledCandidatesMatchSerialOnes) {
   Matmul mm(24, 20, 36);  // 480, 720 and 864 floats: the buffers' sizes tell them apart
   std::vector<tg::Scheduler> cands;
   for (auto& [i, s] : tg::get_kernel_actions(mm.scheduler(), false)) cands.push_back(s);
+  for (size_t j = 0, n = cands.size(); j < std::min<size_t>(n, 3); j++)  // and those two opts away from the first few
+    for (auto& [i, s] : tg::get_kernel_actions(cands[j], false)) cands.push_back(s);
   auto compile = [&](int64_t batch, uint64_t& compiles) {
     tg::Context c({{"COMPILE_BATCH", batch}});
     std::set<std::string> seen;
@@ -82,7 +84,7 @@ TEST(Beam, BatchCompiledCandidatesMatchSerialOnes) {
   uint64_t batched_compiles = 0, serial_compiles = 0;
   auto batched = compile(64, batched_compiles), serial = compile(0, serial_compiles);
   ASSERT_EQ(batched.size(), serial.size());
-  ASSERT_GT(batched.size(), 10u);
+  ASSERT_GT(batched.size(), 20u);
   EXPECT_EQ(serial_compiles, serial.size());
   EXPECT_LT(batched_compiles, serial_compiles / 4) << "a round's candidates compile in a few clang invocations";
   for (size_t j = 0; j < batched.size(); j++) {
@@ -123,17 +125,14 @@ TEST(Beam, ShrunkCandidateWritesAPartOfItsOutput) {
 }
 
 TEST(Beam, ChosenKernelsMatchTorch) {
-  // searched afresh: BEAM=2 with candidates timed cut short (a small BEAM_TEST_SIZE), BEAM=1 timing them whole
-  for (auto [beam, test_size] : {std::pair<int64_t, int64_t>{2, 4096}, {1, 0}}) {
-    SCOPED_TRACE("BEAM=" + std::to_string(beam) + " BEAM_TEST_SIZE=" + std::to_string(test_size));
-    tg::Context ctx({{"BEAM", beam}, {"IGNORE_BEAM_CACHE", 1}, {"BEAM_TEST_SIZE", test_size}, {"NUM_CPU_THREADS", 2}});
-    Matmul mm(40, 72, 56);
-    at::Tensor got = to_torch(mm.a.t.matmul(mm.b.t)).to(at::kDouble);
-    EXPECT_LE((got - mm.want).abs().max().item<double>(), mm.tol());
-    // a reduce with an elementwise tail: relu of the row sums, minus the column max
-    Pair x = input({48, 96}, dtypes::float32, -2, 2, 3);
-    at::Tensor t = to_torch((x.t.sum(1).relu().unsqueeze(1) - x.t.max(0)).contiguous());
-    at::Tensor w = x.a.sum(1).relu().unsqueeze(1) - std::get<0>(x.a.max(0));
-    EXPECT_LE((t - w).abs().max().item<double>(), 1e-4);
-  }
+  // searched afresh, candidates timed cut short (a small BEAM_TEST_SIZE; tests/codegen's searches time them whole)
+  tg::Context ctx({{"BEAM", 2}, {"IGNORE_BEAM_CACHE", 1}, {"BEAM_TEST_SIZE", 4096}, {"NUM_CPU_THREADS", 2}});
+  Matmul mm(40, 72, 56);
+  at::Tensor got = to_torch(mm.a.t.matmul(mm.b.t)).to(at::kDouble);
+  EXPECT_LE((got - mm.want).abs().max().item<double>(), mm.tol());
+  // a reduce with an elementwise tail: relu of the row sums, minus the column max
+  Pair x = input({48, 96}, dtypes::float32, -2, 2, 3);
+  at::Tensor t = to_torch((x.t.sum(1).relu().unsqueeze(1) - x.t.max(0)).contiguous());
+  at::Tensor w = x.a.sum(1).relu().unsqueeze(1) - std::get<0>(x.a.max(0));
+  EXPECT_LE((t - w).abs().max().item<double>(), 1e-4);
 }

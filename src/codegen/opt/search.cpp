@@ -207,8 +207,10 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
     if (u.op() == Ops::PARAM && !u.arg().param().device.empty()) device = u.arg().param().device;
   if (device.empty()) device = "CPU";
   if (device == "NULL" || device.starts_with("DISK")) return s;  // NULL renders only; DISK runs no kernels
-  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|" + device;
   const Settings& set = settings();
+  // tinygrad's key (ast, amt, device, the renderer's variant, whether timed cut short) and the thread count
+  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|test=" +
+                    std::to_string(set.BEAM_TEST_SIZE) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
   bool use_cache = set.CACHELEVEL >= 1;
   if (use_cache && !set.IGNORE_BEAM_CACHE)
     if (auto val = diskcache_get("beam_search", key))

@@ -3,12 +3,15 @@
 // is rendered (repeats of a source dropped), the round's candidates compiled together in batches over the cores
 // (Device::load_cached_batch, COMPILE_BATCH=0: one at a time) and timed on scratch buffers; the `amt` fastest form the
 // next beam, until a round gains nothing. The winning opts are kept in the disk cache (table "beam_search") under the
-// kernel AST's content key, the thread count and the device.
+// kernel AST's content key, the thread count, BEAM_TEST_SIZE, the renderer and the device.
 //
 //   Scheduler k(ast, caps_of(ren));
 //   k = beam_search(k, ren, 2);   // apply_opts does this for BEAM=2
 //
-// Env: BEAM_UPCAST_MAX (256), BEAM_LOCAL_MAX (1024), BEAM_UOPS_MAX (3000), BEAM_MIN_PROGRESS_NS (10),
+// Each candidate runs once to warm up (its time kept when that already exceeds the early stop: 3x the best so far of
+// the beam or, ours, of the round), then up to 3 timed runs, the least kept. Ours: candidates are timed on their outer
+// loops cut short to about BEAM_TEST_SIZE (2^27) points of index space, the time scaled back up (shrink_for_timing).
+// Env: BEAM_UPCAST_MAX (256), BEAM_LOCAL_MAX (1024), BEAM_UOPS_MAX (3000), BEAM_MIN_PROGRESS_NS (10), BEAM_TEST_SIZE,
 // BEAM_DEBUG=1/2 (the winner / every candidate), IGNORE_BEAM_CACHE=1 searches again; DEBUG>=2 prints each round.
 #include <map>
 #include <memory>
