@@ -16,7 +16,7 @@ mkdir -p "$cache/sdist" "$cache/models"
 # ** 1. llama.cpp **
 lb=$cache/llama.cpp-build/bin/llama-bench
 if [ ! -x "$lb" ]; then
-  ls "$cache"/sdist/llama_cpp_python-*.tar.gz >/dev/null 2>&1 || "$py" -m pip download --no-binary :all: --no-deps llama-cpp-python -d "$cache/sdist"
+  ls "$cache"/sdist/llama_cpp_python-*.tar.gz >/dev/null 2>&1 || "$py" -m pip download --no-binary :all: --no-deps llama-cpp-python==0.3.36 -d "$cache/sdist"
   tarball=$(ls "$cache"/sdist/llama_cpp_python-*.tar.gz | sort -V | tail -1)
   src=$cache/src/$(basename "$tarball" .tar.gz)
   [ -d "$src" ] || { mkdir -p "$cache/src"; tar xzf "$tarball" -C "$cache/src"; }

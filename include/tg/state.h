@@ -77,6 +77,20 @@ std::map<std::string, Tensor> tar_extract(const std::string& path);
 // are refused). Throws tg::Error naming the file and the problem on a corrupt, truncated or unsupported file
 std::map<std::string, Tensor> torch_load(const std::string& path);
 
+// ** tinyfs: tinygrad's content-addressed tensor store (fs_store / fs_load) **
+// tinygrad keeps the chunks on a TinyFS server; here the store is a local directory: `store` when given, else
+// $TINYFS_DIR, else ~/.cache/tinygrad.cpp/tinyfs ($XDG_CACHE_HOME for ~/.cache). A chunk is 1 MiB, kept in a file named
+// by the hex of its 16-byte hash (tinygrad's _hash_1mb, the chunk hash of Tensor::hash).
+
+// stores t's bytes (zero-padded to whole chunks) and, level by level, the chunks of their hashes until one chunk is
+// left; returns its hash, the key: 16 uint8 on t's device, equal to t.hash() of the padded bytes. Equal bytes give
+// equal keys (and share the chunks on disk)
+Tensor fs_store(const Tensor& t, const std::string& store = "");
+// the `size` bytes stored under key (16 uint8), as uint8 on the key's device; the caller bitcasts and reshapes. size
+// must be the size stored: it fixes the depth of the tree (as in tinygrad, a smaller one may read a chunk of hashes).
+// Every chunk read is checked against its hash: a missing or corrupt chunk is a tg::Error naming it and the store
+Tensor fs_load(const Tensor& key, int64_t size, const std::string& store = "");
+
 // safetensors dtype names ("F32", "BF16", "BOOL" ...); throw tg::Error for a dtype or name without a mapping
 std::string safe_dtype_name(DType dt);
 DType safe_dtype(const std::string& name);

@@ -15,3 +15,4 @@
 #include "tg/tokenizer.h"
 #include "tg/llm.h"
 #include "tg/function.h"
+#include "tg/kernel.h"

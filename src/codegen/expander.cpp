@@ -14,14 +14,14 @@ namespace tg {
 namespace {
 using enum Ops;
 using namespace pat;
-// tinygrad's UOp.placeholder: a buffer of prod(shape) elements in a slot, reshaped to shape
+}  // namespace
+
 UOp placeholder(const Shape& shape, DType dtype, int64_t slot, AddrSpace addrspace) {
   ParamArg pa{slot, strong_dtype(dtype)};
   pa.addrspace = addrspace;
   UOp ret = UOp::make(addrspace == AddrSpace::GLOBAL ? PARAM : BUFFER, pa.dtype, {shape_to_shape_arg({prod(shape)})}, Arg(pa));
   return shape.size() > 1 ? ret.reshape(shape) : ret;
 }
-}  // namespace
 
 // ***** 1. expand *****
 

@@ -13,5 +13,7 @@ const PatternMatcher& expander2();  // ctx: the range map
 struct ReduceContext { int64_t acc_num = 0; };
 const PatternMatcher& pm_reduce_local();       // ctx: ReduceContext
 const PatternMatcher& pm_add_local_buffers();  // ctx: int64_t slot counter
+// tinygrad's UOp.placeholder: prod(shape) elements in a slot (a PARAM when GLOBAL, else a BUFFER), reshaped to shape
+UOp placeholder(const Shape& shape, DType dtype, int64_t slot, AddrSpace addrspace);
 
 }  // namespace tg

@@ -364,7 +364,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   for (auto& [_, n] : vars) prg->vars.push_back(n);
   std::vector<UOp> lst = linearize_program(sink);
   Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
-  prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds);
+  prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds), prg->uops = lst.size();
   prg->kernel = ren.render_kernel(lst, prg->name, ren.entry_style);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
   std::lock_guard<std::mutex> l(mu);

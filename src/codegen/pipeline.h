@@ -28,6 +28,7 @@ struct ProgramSpec {
   std::vector<std::string> vars;    // ALU PARAMs (variables, core_id) by slot
   double ops = 0, mem = 0;          // tinygrad's Estimates (ops, mem)
   double lds = 0;
+  size_t uops = 0;                  // the linearized program's length (BEAM_UOPS_MAX)
   std::vector<std::string> applied_opts;
 };
 

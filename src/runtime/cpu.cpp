@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
 #include "runtime/clang.h"
@@ -20,6 +21,24 @@
 namespace tg {
 
 namespace {
+
+// whether no two sources give one typedef name different definitions (C11 allows the same typedef twice, no more)
+bool typedefs_agree(const std::vector<KernelSource>& ks) {
+  std::map<std::string, std::string, std::less<>> seen;  // name -> its typedef line
+  for (const KernelSource& k : ks) {
+    for (size_t at = 0; at < k.src.size();) {
+      size_t end = std::min(k.src.find('\n', at), k.src.size());
+      std::string_view line(k.src.data() + at, end - at);
+      at = end + 1;
+      if (!line.starts_with("typedef ")) continue;
+      // the name: the last word before the attributes, or before the ';'
+      std::string_view decl = line.substr(0, std::min(line.find(" __attribute__"), line.rfind(';')));
+      std::string name(decl.substr(decl.rfind(' ') + 1));
+      if (auto [it, added] = seen.try_emplace(name, line); !added && it->second != line) return false;
+    }
+  }
+  return true;
+}
 
 using KernelFn = void (*)(void* const*, const long long*, int);
 
@@ -71,15 +90,20 @@ class CpuDevice : public Device {
     return key;
   }
 
-  // each source a translation unit of its own, its global names renamed by a #define at its top
+  // each source's global names renamed by #defines around it; all sources in one translation unit, as clang spends
+  // about as long setting up a unit as compiling a small kernel. Sources whose typedefs disagree (one name, two types)
+  // cannot share one: then each is a unit of its own, still in one clang invocation
   std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks) override {
     std::vector<std::string> srcs;
     for (size_t i = 0; i < ks.size(); i++) {
-      std::string defs;
-      for (const std::string& g : ks[i].globals) defs += "#define " + g + " " + batch_symbol(i, g) + "\n";
-      srcs.push_back(defs + ks[i].src);
+      std::string defs, undefs;
+      for (const std::string& g : ks[i].globals) defs += "#define " + g + " " + batch_symbol(i, g) + "\n", undefs += "#undef " + g + "\n";
+      srcs.push_back(defs + ks[i].src + (ks[i].src.ends_with('\n') ? "" : "\n") + undefs);
     }
-    return clang_compile(srcs);
+    if (!typedefs_agree(ks)) return clang_compile(srcs);
+    std::string unit;
+    for (const std::string& s : srcs) unit += s;
+    return clang_compile(unit);
   }
   bool compiles_in_parallel() const override { return true; }
 

@@ -1,6 +1,6 @@
 // The DISK device (DISK:/path, tinygrad's ops_disk.py): a buffer is a read-only shared mapping of the first nbytes of
 // the file, made when the buffer is first used (so building a DISK tensor reads nothing). Views are byte offsets into
-// it (Buffer::view). copyout reads the mapping, copyin writes through the file descriptor (the page cache keeps the
+// it (Buffer::view). copyout reads and copyin writes through the file descriptor (the page cache keeps the
 // mapping coherent). DISK runs no kernels: the scheduler only ever moves bytes in and out of it with COPY.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -26,13 +26,18 @@ class DiskDevice : public Device {
   }
   ~DiskDevice() override { lru_.free_cache(); }
 
+  // read with pread, not from the mapping: a mapped page read once stays in this process's RSS as long as the mapping
+  // lives (a model's weights counted twice), and a file truncated under the mapping would fault (SIGBUS) instead of failing
   void copyout(void* dst, const void* src, size_t n) override {
     auto [base, m] = find(src, n, "read");
-    struct stat st{};
-    // a file truncated under the mapping would fault (SIGBUS) on read instead of failing
-    if (::fstat(m.fd, &st) != 0 || size_t(st.st_size) < size_t(static_cast<const char*>(src) - base) + n)
-      throw Error("DISK: " + path_ + " is shorter than when it was mapped (was it truncated or rewritten?)");
-    std::memcpy(dst, src, n);
+    off_t off = off_t(static_cast<const char*>(src) - base);
+    for (size_t done = 0; done < n;) {
+      ssize_t r = ::pread(m.fd, static_cast<char*>(dst) + done, n - done, off + off_t(done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw Error("DISK: reading " + std::to_string(n) + " bytes from " + path_ + " failed: " + std::strerror(errno));
+      if (r == 0) throw Error("DISK: " + path_ + " is shorter than when it was mapped (was it truncated or rewritten?)");
+      done += size_t(r);
+    }
   }
   void copyin(void* dst, const void* src, size_t n) override {
     auto [base, m] = find(dst, n, "write");

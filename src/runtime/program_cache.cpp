@@ -32,6 +32,24 @@ ThreadPool& compile_pool() {
   return *p;
 }
 
+// `miss` in nb runs, in order, of about equal source size (the batches compile in parallel, and a kernel's compile
+// time grows with its source), none longer than `per`; runs of equal count where sizes would break that
+std::vector<std::vector<size_t>> split_batches(const std::vector<KernelSource>& ks, const std::vector<size_t>& miss, size_t nb, size_t per) {
+  std::vector<std::vector<size_t>> batches(nb);
+  size_t total = 0, done = 0, b = 0;
+  for (size_t i : miss) total += ks[i].src.size() + 1;
+  for (size_t j = 0; j < miss.size(); j++) {
+    bool past = done * nb >= (b + 1) * total, only_enough_left = miss.size() - j <= nb - 1 - b;
+    if (b + 1 < nb && !batches[b].empty() && (past || batches[b].size() >= per || only_enough_left)) b++;
+    batches[b].push_back(miss[j]);
+    done += ks[miss[j]].src.size() + 1;
+  }
+  if (std::all_of(batches.begin(), batches.end(), [&](auto& v) { return v.size() <= per; })) return batches;
+  for (auto& v : batches) v.clear();
+  for (size_t j = 0; j < miss.size(); j++) batches[j * nb / miss.size()].push_back(miss[j]);
+  return batches;
+}
+
 }  // namespace
 
 std::optional<std::string> Device::compile_batch(const std::vector<KernelSource>&) { return std::nullopt; }
@@ -112,8 +130,7 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vecto
   // the misses in batches of at most COMPILE_BATCH kernels, at least one batch per compile thread
   size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH)), threads = size_t(compiles_in_parallel() ? compile_pool().threads() : 1);
   size_t nb = miss.empty() ? 0 : std::max(std::min(threads, miss.size()), (miss.size() + per - 1) / per);
-  std::vector<std::vector<size_t>> batches(nb);
-  for (size_t j = 0; j < miss.size(); j++) batches[j * nb / miss.size()].push_back(miss[j]);
+  std::vector<std::vector<size_t>> batches = split_batches(ks, miss, nb, per);
   std::vector<std::optional<std::string>> bins(nb);
   auto each = [&](size_t n, const std::function<void(int)>& fn) {
     if (compiles_in_parallel() && n > 1) compile_pool().run(int(n), fn);

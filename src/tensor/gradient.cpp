@@ -55,8 +55,12 @@ UOp reduce_gradient(const UOp& ctx, const UOp& ret) {
   throw Error("gradient: no gradient for a REDUCE of " + std::string(op_name(op)));
 }
 
-UOp no_call_gradient(M m) {
-  throw Error("gradient: " + std::string(op_name(m.root().op())) + " (a function call) is not differentiable yet");
+// a buffer after a custom kernel: its gradient goes to the kernel, in the buffer's place among the CALL's arguments
+UOp after_call_gradient(M m) {
+  const UOp& k = m["k"];
+  Grads per(k.src().size() - 1);
+  per[size_t(std::find(k.src().begin() + 1, k.src().end(), m["d"]) - k.src().begin() - 1)] = G(m);
+  return tuple({G(m), tuple(per)});
 }
 
 const PatternMatcher& pm_gradient() {
@@ -142,12 +146,11 @@ const PatternMatcher& pm_gradient() {
       },
       UPat(Ops::COPY) >> [](M m) { return tuple({G(m).copy_to_device(*m.root().src(0).device())}); },
       UPat(Ops::TUPLE) >> [](M m) { return tuple(Grads(G(m).src().begin(), G(m).src().end())); },
-      UPat(Ops::AFTER, {}, {UPat(), UPat(Ops::CALL)}) >> no_call_gradient,
+      UPat(Ops::AFTER, {}, {UPat::var("d"), UPat(Ops::CALL, {}, {}, {}, "k")}) >> after_call_gradient,
       // clone/assign: the gradient passes through to the stored value
       UPat(Ops::AFTER, {}, {UPat(), UPat(Ops::STORE)}) >> [](M m) { return tuple({UOp(), G(m)}); },
       UPat(Ops::STORE, {}, {UPat(), UPat()}) >> [](M m) { return tuple({UOp(), G(m)}); },
       UPat(Ops::BITCAST) >> [](M) { return tuple({UOp()}); },
-      UPat(Ops::CALL) >> no_call_gradient,
   };
   return pm;
 }
@@ -175,8 +178,15 @@ std::vector<int64_t> broadcast_axes(const SShape& src, const SShape& out) {  // 
 UOp call_gradient(const UOp& ctx, const UOp& k, const std::vector<bool>& needed) {
   const UOp& body = k.src(0);
   std::vector<UOp> args(k.src().begin() + 1, k.src().end()), out_grads;
-  for (const UOp& g : ctx.src()) out_grads.push_back(g.op() == Ops::NOOP ? UOp() : g);
   const CallInfo* info = call_info(k);
+  // a kernel (CALL) is opaque: only its own gradient function differentiates it, given the outputs that have gradients
+  bool opaque = k.op() == Ops::CALL;
+  if (opaque && !(info && info->grad_fn)) {
+    const KernelInfo* ki = kernel_info(body);
+    throw Error("gradient: the custom kernel " + (ki ? ki->name : std::string(op_name(body.op()))) +
+                " has no gradient function (pass grad_fxn to custom_kernel)");
+  }
+  for (const UOp& g : ctx.src()) if (!opaque || g.op() != Ops::NOOP) out_grads.push_back(g.op() == Ops::NOOP ? UOp() : g);
   if (info && info->grad_fn) {
     Grads g = (*info->grad_fn)(out_grads, k);
     if (g.size() != args.size())
@@ -250,7 +260,7 @@ std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_g
       continue;
     }
     UOp lgrads;
-    if (t0.op() == Ops::FUNCTION) {
+    if (t0.op() == Ops::FUNCTION || t0.op() == Ops::CALL) {
       std::vector<bool> needed;
       for (size_t i = 1; i < t0.src().size(); i++) needed.push_back(targets.count(t0.src(i)) || in_target_path[t0.src(i).get()]);
       lgrads = call_gradient(ctx, t0, needed);
@@ -272,7 +282,16 @@ std::unordered_map<UOp, UOp> compute_gradient(const UOp& root, const UOp& root_g
       } else if (k.shape_opt() && v.shape_opt() && *k.shape_opt() != *v.shape_opt())
         v = v.cast(sum_acc_dtype(v.dtype())).rop(Ops::ADD, broadcast_axes(k.shape(), v.shape())).reshape(k.shape()).cast(v.dtype());
       auto [ki, fresh] = grads.try_emplace(k, v);
-      if (!fresh) ki->second = ki->second.op() == Ops::NOOP ? v : ki->second + v;
+      if (fresh) continue;
+      UOp& acc = ki->second;
+      if (acc.op() == Ops::TUPLE && v.op() == Ops::TUPLE) {  // two outputs of one kernel: merged slot by slot
+        std::vector<UOp> merged;
+        for (size_t j = 0; j < v.src().size(); j++) {
+          const UOp &p = acc.src(j), &n = v.src(j);
+          merged.push_back(p.op() == Ops::NOOP ? n : n.op() == Ops::NOOP ? p : p + n);
+        }
+        acc = UOp::make(Ops::TUPLE, dtypes::void_, merged);
+      } else acc = acc.op() == Ops::NOOP ? v : acc + v;
     }
   }
   return grads;

@@ -1,5 +1,7 @@
 // Keccak (sha3 / shake) over the last dim and tinygrad's 16-byte tree hash, built from Tensor ops on uint64 lanes
 // (https://keccak.team/keccak_specs_summary.html), as tinygrad's mixin/op.py keccak and hash.
+#include "tensor/hash.h"
+
 #include "tensor/tensor_impl.h"
 
 namespace tg {
@@ -78,8 +80,7 @@ Tensor Tensor::keccak(int64_t rate, int64_t dsbyte) const {
   return state.bitcast(dtypes::uint8)[{Slice{}, Slice{std::nullopt, out, std::nullopt}}].reshape(SymShape(oshape));
 }
 
-// shake_128 of 4096-byte pieces, then shake_128 of their digests: 16 bytes per 1 MiB row
-static Tensor hash_1mb(const Tensor& rows) {
+Tensor hash_1mb(const Tensor& rows) {
   int64_t n = rows.shape()[0];
   return rows.reshape({-1, 4096}).keccak("shake_128").reshape({n, -1}).keccak("shake_128");
 }

@@ -26,6 +26,9 @@ struct Settings {
   int64_t NOLOCALS = 0;                      // BEAM may try NOLOCALS
   int64_t BEAM_PADTO = 0;                    // BEAM may try PADTO
   int64_t BEAM_UPCAST_MAX = 256;             // BEAM's largest upcast
+  int64_t BEAM_LOCAL_MAX = 1024;             // BEAM's largest work-group (local and group-reduce axes)
+  int64_t BEAM_UOPS_MAX = 3000;              // BEAM skips candidates of this many uops or more (0: no limit)
+  int64_t BEAM_TEST_SIZE = 1 << 27;          // ours: BEAM times kernels cut to about this index space (0: whole)
   int64_t BEAM_MIN_PROGRESS_NS = 10;         // BEAM stops when a round gains less
   int64_t MAX_KERNEL_BUFFERS = 0;            // split kernels reading more buffers (0: no limit)
   int64_t SPLIT_REDUCEOP = 1;                // split big reduces in two kernels

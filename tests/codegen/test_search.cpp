@@ -6,16 +6,19 @@
 
 #include "codegen/opt/search.h"
 #include "runtime/clang.h"
+#include "runtime/rt_test_util.h"
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
+#include "util/diskcache.h"
+#include "util/process.h"
 
 using namespace tg;
 
 namespace {
 
 // the one kernel of a (m x k) @ (k x n) matmul, before opts
-UOp matmul_ast(int64_t m, int64_t k, int64_t n) {
-  UOp linear = schedule_linear({Tensor::empty({m, k}).matmul(Tensor::empty({k, n}))});
+UOp matmul_ast(int64_t m, int64_t k, int64_t n, const std::string& device = "") {
+  UOp linear = schedule_linear({Tensor::empty({m, k}, std::nullopt, device).matmul(Tensor::empty({k, n}, std::nullopt, device))});
   for (auto& c : linear.src())
     if (c.src(0).op() == Ops::SINK) return c.src(0);
   throw Error("no kernel");
@@ -80,6 +83,63 @@ TEST(Search, BeamSearchKeepsResultsAndIsCached) {
       for (int k = 0; k < 20; k++) want += a[size_t(i * 20 + k)] * b[size_t(k * 36 + j)];
       EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
     }
+}
+
+TEST(Search, ResultIsCachedPerDevice) {
+  Threads threads;
+  TempDir dir;  // a fresh disk cache: nothing searched before
+  test::ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  // a search stores its result (and its candidates' binaries); a cache hit stores nothing and runs no compiler
+  auto search = [](const std::string& device) {
+    uint64_t puts = diskcache_stats().puts, compiles = clang_invocations();
+    Scheduler s(matmul_ast(24, 20, 36, device), caps_of(ClangRenderer()));
+    Scheduler r = beam_search(s, ClangRenderer(), 2);
+    EXPECT_FALSE(r.applied_opts.empty()) << device;
+    return std::pair{diskcache_stats().puts - puts, clang_invocations() - compiles};
+  };
+  auto [puts0, compiles0] = search("CPU");
+  EXPECT_GT(puts0, 0u);
+  EXPECT_GT(compiles0, 0u);
+  EXPECT_EQ(search("CPU"), (std::pair<uint64_t, uint64_t>{0, 0})) << "the second search should come from the disk cache";
+  EXPECT_GT(search("CPU:1").first, 0u) << "another device searches for itself";
+  EXPECT_EQ(search("CPU:1"), (std::pair<uint64_t, uint64_t>{0, 0}));
+  {
+    Context again({{"IGNORE_BEAM_CACHE", 1}});
+    EXPECT_GT(search("CPU").first, 0u);
+  }
+}
+
+TEST(Search, LocalsAndUopsWithinTheirLimits) {
+  // tinygrad's BEAM_LOCAL_MAX: work-groups of more threads are no candidates (a GPU renderer: the CPU has no locals)
+  Scheduler s(matmul_ast(64, 32, 48), caps_of(OpenCLRenderer()));
+  auto has_local32 = [](const std::map<int, Scheduler>& acted) {
+    for (auto& [i, k] : acted) if (i && k.applied_opts[0] == Opt{OptOps::LOCAL, 0, Arg(int64_t(32))}) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_local32(get_kernel_actions(s)));
+  {
+    Context small({{"BEAM_LOCAL_MAX", 16}});
+    auto acted = get_kernel_actions(s);
+    EXPECT_FALSE(has_local32(acted));
+    bool local16 = false;
+    for (auto& [i, k] : acted) local16 |= i && k.applied_opts[0] == Opt{OptOps::LOCAL, 0, Arg(int64_t(16))};
+    EXPECT_TRUE(local16);
+  }
+  // BEAM_UOPS_MAX: a candidate of that many uops or more is not compiled
+  Threads threads;
+  Scheduler c(matmul_ast(24, 20, 36), caps_of(ClangRenderer()));
+  std::vector<Scheduler> cands;
+  for (auto& [i, k] : get_kernel_actions(c, false)) cands.push_back(k);
+  std::set<std::string> seen;
+  auto all = compile_candidates(get_device("CPU"), ClangRenderer(), cands, seen, false);
+  ASSERT_GT(all.size(), 2u);
+  size_t most = 0;
+  for (auto& x : all) most = std::max(most, x.spec->uops);
+  Context limit({{"BEAM_UOPS_MAX", int64_t(most)}});
+  std::set<std::string> seen2;
+  auto fewer = compile_candidates(get_device("CPU"), ClangRenderer(), cands, seen2, false);
+  EXPECT_LT(fewer.size(), all.size());
+  for (auto& x : fewer) EXPECT_LT(x.spec->uops, most);
 }
 
 TEST(Search, BigKernelsGetThreadsAfterTheSearch) {

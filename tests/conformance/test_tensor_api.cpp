@@ -323,6 +323,49 @@ TEST(TensorApi, InPlace) {
   EXPECT_TRUE(same(ti, ai)) << "int ops";
 }
 
+// tinygrad's //=, **=, @= (idiv_, pow_, matmul_: C++ has no such operators) against torch's in-place ops
+TEST(TensorApi, InPlaceNamed) {
+  // idiv_: floor division, as Python's // (torch's div_ with rounding_mode "floor"), broadcast and scalar operands
+  Pair i = input({4, 6}, dtypes::int32, -50, 50, 1), j = input({6}, dtypes::int32, 1, 9, 2), k = input({4, 6}, dtypes::int32, -9, -1, 3);
+  tg::Tensor ti = i.t.clone().realize(), alias = ti;
+  at::Tensor ai = i.a.clone();
+  tg::Tensor& ret = ti.idiv_(j.t);
+  EXPECT_TRUE(&ret == &ti);
+  ai.div_(j.a, "floor");
+  EXPECT_TRUE(same(alias, ai)) << "idiv_ broadcast, seen through an alias";
+  ti.idiv_(k.t), ai.div_(k.a, "floor");
+  EXPECT_TRUE(same(ti, ai)) << "idiv_ by negatives";
+  ti.idiv_(tg::Tensor(int64_t(3))), ai.div_(3, "floor");
+  EXPECT_TRUE(same(ti, ai)) << "idiv_ scalar";
+  // pow_: float bases and exponents, a broadcast row, a scalar, and a half tensor
+  Pair b = input({3, 5}, dtypes::float32, 0.2, 3, 4), e = input({5}, dtypes::float32, -2, 2, 5);
+  tg::Tensor tb = b.t.clone().realize();
+  at::Tensor ab = b.a.clone();
+  tb.pow_(e.t), ab.pow_(e.a);
+  EXPECT_TRUE(same(tb, ab)) << "pow_ broadcast";
+  tb.pow_(tg::Tensor(0.5)), ab.pow_(0.5);
+  EXPECT_TRUE(same(tb, ab)) << "pow_ scalar";
+  Pair h = input({8}, dtypes::float16, 0.5, 2, 6), he = input({8}, dtypes::float16, -1, 2, 7);
+  tg::Tensor th = h.t.clone().realize();
+  at::Tensor ah = h.a.clone();
+  th.pow_(he.t), ah.pow_(he.a);
+  EXPECT_TRUE(same(th, ah)) << "pow_ half";
+  // matmul_: square right operands keep the shape; a batch, and a row of a matrix updated in place
+  Pair m = input({4, 4}, dtypes::float32, -2, 2, 8), w = input({4, 4}, dtypes::float32, -2, 2, 9), bm = input({2, 3, 4}, dtypes::float32, -2, 2, 10);
+  tg::Tensor tm = m.t.clone().realize();
+  at::Tensor am = m.a.clone();
+  tm.matmul_(w.t), am = am.matmul(w.a);
+  EXPECT_TRUE(same(tm, am)) << "matmul_";
+  tg::Tensor tbm = bm.t.clone().realize();
+  tbm.matmul_(w.t);
+  EXPECT_TRUE(same(tbm, bm.a.matmul(w.a))) << "matmul_ batched";
+  tg::Tensor base = m.t.clone().realize(), row = base[1].reshape({1, 4});
+  at::Tensor abase = m.a.clone();
+  row.matmul_(w.t);
+  abase[1] = abase[1].matmul(w.a);
+  EXPECT_TRUE(same(base, abase)) << "matmul_ of a view writes into its base";
+}
+
 // ***** bad arguments: a tg::Error that names the op *****
 
 

@@ -217,3 +217,27 @@ TEST(ProgramCache, CompileBatchOneCompilesEachKernelAlone) {
   EXPECT_EQ(clang_invocations(), before + 3);
   for (int i = 0; i < 3; i++) EXPECT_EQ(run_prg(*progs[size_t(i)]), 301 + i);
 }
+
+// a batch is one translation unit: kernels that repeat a typedef share it; kernels that give one typedef name two
+// types are units of their own. Either way one clang invocation per batch, and each kernel runs its own code
+TEST(ProgramCache, BatchKernelsWithSameAndConflictingTypedefs) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv batch("COMPILE_BATCH", "64");
+  auto src = [](int lanes, int tag) {
+    std::string t = "typedef int vec __attribute__((aligned(4),ext_vector_type(" + std::to_string(lanes) + ")));\n";
+    return KernelSource{"k", t + kernel_src(tag) + "vec k_lanes(void) { vec x = {0}; return x; }\n", {"k", "k_lanes"}};
+  };
+  for (bool conflict : {false, true}) {
+    int base = conflict ? 410 : 400;  // new sources each round: none is in the cache yet
+    std::vector<KernelSource> ks{src(4, base), src(conflict ? 2 : 4, base + 1), src(4, base + 2), src(4, base + 3)};
+    uint64_t before = clang_invocations();
+    auto progs = get_device("CPU").load_cached_batch(ks);
+    EXPECT_LE(clang_invocations() - before, std::max(1u, std::thread::hardware_concurrency())) << conflict;
+    for (size_t i = 0; i < ks.size(); i++) {
+      ASSERT_TRUE(progs[i]) << i;
+      EXPECT_EQ(run_prg(*progs[i]), base + int(i)) << conflict;
+    }
+  }
+}

@@ -469,7 +469,9 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
     auto rs = k.rngs();
     auto bufs = k.bufs();
     auto ups = k.ranges_of({AxisType::UPCAST, AxisType::UNROLL});
-    bool small = cpu_reduce && p < 1024;  // 8 rows: 8 chains of adds in flight, each 4 long per unrolled step
+    // 8 rows: 8 chains of adds in flight, each 4 long per unrolled step; also for a matrix-vector product of any size
+    // (one output axis), which streams its matrix once and has no other reuse to tile for
+    bool small = cpu_reduce && (p < 1024 || k.upcastable_dims().size() == 1);
     for (auto axis : k.upcastable_dims())
       for (int64_t amt : small && fs[axis] % 8 == 0 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 4}) {
         if (upcasted_axis.count(axis) || fs[axis] % amt != 0) continue;

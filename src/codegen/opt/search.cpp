@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <future>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "codegen/pipeline.h"
 #include "runtime/device.h"
@@ -82,7 +82,8 @@ struct Bench {
     }
     return b.first;
   }
-  // the fastest of `cnt` runs (stopping once one is slower than early_stop); infinity when it cannot run
+  // the fastest of `cnt` runs after a warm-up one, stopping once one is slower than early_stop (the warm-up counts
+  // when it already is); infinity when it cannot run
   double time(Program& prg, const ProgramSpec& spec, double early_stop, int cnt = 3) {
     std::vector<void*> ptrs;
     std::vector<int64_t> vals;
@@ -96,7 +97,9 @@ struct Bench {
     }
     LaunchDims dims;
     for (size_t i = 0; i < 3; i++) dims.global[i] = int(spec.global[i]), dims.local[i] = int(spec.local[i]);
-    double best = std::numeric_limits<double>::infinity();
+    double best = prg.launch(ptrs, vals, dims, true);
+    if (best > early_stop) return best;
+    best = std::numeric_limits<double>::infinity();
     for (int i = 0; i < cnt && (i == 0 || best <= early_stop); i++) best = std::min(best, prg.launch(ptrs, vals, dims, true));
     return best;
   }
@@ -135,10 +138,67 @@ std::map<int, Scheduler> get_kernel_actions(const Scheduler& s, bool include_0, 
     } catch (const Error&) {
       continue;
     }
-    if (s2.upcast_size() > max_up) continue;
+    int64_t lcl = 1;
+    auto fs2 = s2.full_shape();
+    for (auto ax : s2.axes_of({AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) lcl *= fs2[size_t(ax)];
+    if (s2.upcast_size() > max_up || lcl > settings().BEAM_LOCAL_MAX) continue;
     acted.emplace(int(i) + 1, std::move(s2));
   }
   return acted;
+}
+
+double shrink_for_timing(Scheduler& s, int64_t max_size) {
+  auto rs = s.rngs();
+  auto fs = s.full_shape();
+  int64_t total = 1;
+  for (int64_t n : fs) total *= std::max<int64_t>(n, 1);
+  double factor = 1;
+  std::unordered_map<UOp, UOp> subs;
+  for (int64_t a : s.axes_of({AxisType::GLOBAL, AxisType::WEAK})) {
+    int64_t n = fs[size_t(a)], m = n;
+    if (total <= max_size) break;
+    if (rs[size_t(a)].src(0).simplify().op() != Ops::CONST) continue;
+    while (m > 16 && total / n * m > max_size) m = (m + 1) / 2;
+    if (m == n) continue;
+    subs[rs[size_t(a)]] = rs[size_t(a)].replace({.src = std::vector{rs[size_t(a)].src(0).const_like(ConstVal(m))}});
+    total = total / n * m, factor *= double(n) / double(m);
+  }
+  if (!subs.empty()) s.ast = s.ast.substitute(subs);
+  return factor;
+}
+
+std::vector<BeamCandidate> compile_candidates(Device& dev, const CStyleLanguage& ren, const std::vector<Scheduler>& cands,
+                                              std::set<std::string>& seen, bool shrink) {
+  std::vector<BeamCandidate> out;
+  std::vector<KernelSource> ks;
+  int64_t uops_max = settings().BEAM_UOPS_MAX;
+  // rendering is graph work: one thread
+  for (size_t i = 0; i < cands.size(); i++) {
+    try {
+      Scheduler c = cands[i];
+      double factor = shrink && settings().BEAM_TEST_SIZE > 0 ? shrink_for_timing(c, settings().BEAM_TEST_SIZE) : 1;
+      auto spec = to_program(c.get_optimized_ast("test"), ren);
+      if (uops_max > 0 && int64_t(spec->uops) >= uops_max) continue;
+      if (!seen.insert(spec->kernel.src).second) continue;
+      ks.push_back({spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}});
+      out.push_back({i, std::move(spec), nullptr, factor});
+    } catch (const Error& e) {
+      if (settings().BEAM_DEBUG) std::printf("BEAM: candidate %s failed to render: %s\n", opts_str(cands[i].applied_opts).c_str(), e.what());
+    }
+  }
+  if (settings().COMPILE_BATCH >= 1) {
+    auto progs = dev.load_cached_batch(ks);
+    for (size_t j = 0; j < out.size(); j++) out[j].prg = std::move(progs[j]);
+  } else {
+    for (size_t j = 0; j < out.size(); j++) {
+      try {
+        out[j].prg = dev.load_cached(ks[j].entry, ks[j].src);
+      } catch (const Error& e) {
+        if (settings().BEAM_DEBUG) std::printf("BEAM: candidate %s failed to compile: %s\n", opts_str(cands[out[j].index].applied_opts).c_str(), e.what());
+      }
+    }
+  }
+  return out;
 }
 
 Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
@@ -147,8 +207,10 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
     if (u.op() == Ops::PARAM && !u.arg().param().device.empty()) device = u.arg().param().device;
   if (device.empty()) device = "CPU";
   if (device == "NULL" || device.starts_with("DISK")) return s;  // NULL renders only; DISK runs no kernels
-  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|" + device;
   const Settings& set = settings();
+  // tinygrad's key (ast, amt, device, the renderer's variant, whether timed cut short) and the thread count
+  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|test=" +
+                    std::to_string(set.BEAM_TEST_SIZE) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
   bool use_cache = set.CACHELEVEL >= 1;
   if (use_cache && !set.IGNORE_BEAM_CACHE)
     if (auto val = diskcache_get("beam_search", key))
@@ -164,7 +226,6 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   Bench bench(dev, s.ast);
   const double inf = std::numeric_limits<double>::infinity(), min_progress = double(set.BEAM_MIN_PROGRESS_NS) * 1e-9;
   int beam_debug = int(set.BEAM_DEBUG), dbg = int(set.DEBUG);
-  size_t jobs = size_t(std::max<int64_t>(1, set.NUM_CPU_THREADS));  // compiles run on the host
   std::vector<std::pair<Scheduler, double>> beam{{s, inf}};
   std::set<std::string> seen_srcs;
   auto st = std::chrono::steady_clock::now();
@@ -173,46 +234,31 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   while (true) {
     std::vector<Scheduler> candidates;
     for (auto& [si, tm] : beam) for (auto& [i, c] : get_kernel_actions(si, false)) candidates.push_back(c);
-    // render serially (graph work is single threaded), compile `jobs` at a time, time one by one
-    std::vector<std::pair<size_t, std::shared_ptr<const ProgramSpec>>> rendered;
-    for (size_t i = 0; i < candidates.size(); i++) {
-      try {
-        Scheduler c = candidates[i];
-        auto spec = to_program(c.get_optimized_ast("test"), ren);
-        if (seen_srcs.insert(spec->kernel.src).second) rendered.push_back({i, spec});
-      } catch (const Error& e) {
-        if (beam_debug) std::printf("BEAM: candidate %s failed to render: %s\n", opts_str(candidates[i].applied_opts).c_str(), e.what());
-      }
-    }
     std::vector<std::pair<Scheduler, double>> timed;
-    double least_ops = inf;
-    for (size_t b = 0; b < rendered.size(); b += jobs) {
-      std::vector<std::future<std::string>> bins;
-      for (size_t j = b; j < std::min(rendered.size(), b + jobs); j++)
-        bins.push_back(std::async(std::launch::async, [&dev, &src = rendered[j].second->kernel.src] { return dev.compile(src); }));
-      for (size_t j = b; j < std::min(rendered.size(), b + jobs); j++) {
-        auto& [ci, spec] = rendered[j];
-        try {
-          std::string bin = bins[j - b].get();
-          least_ops = std::min(least_ops, spec->ops);
-          if (least_ops * 1000 < spec->ops) continue;  // 1000x the compute of the cheapest candidate
-          auto prg = dev.load(spec->kernel.entry_name, bin);
-          double tm = bench.time(*prg, *spec, beam[0].second * 3);
-          if (!std::isfinite(tm)) continue;
-          timed.push_back({candidates[ci], tm});
-          if (beam_debug >= 2) std::printf("%7.2fs: %5zu %s run %s\n", elapsed(), ci, time_str(tm).c_str(), opts_str(candidates[ci].applied_opts).c_str());
-        } catch (const Error& e) {
-          if (beam_debug) std::printf("BEAM: candidate %s failed: %s\n", opts_str(candidates[ci].applied_opts).c_str(), e.what());
-        }
-      }
+    double least_ops = inf, round_best = inf;
+    double t0 = elapsed();
+    auto compiled = compile_candidates(dev, ren, candidates, seen_srcs);
+    double t_compiled = elapsed() - t0;
+    for (BeamCandidate& c : compiled) {
+      if (!c.prg) continue;
+      least_ops = std::min(least_ops, c.spec->ops * c.factor);
+      if (least_ops * 1000 < c.spec->ops * c.factor) continue;  // 1000x the compute of the cheapest candidate
+      // ours: early stop at 3x the best of this round as well as of the beam (whose time is unknown in the first round)
+      double tm = bench.time(*c.prg, *c.spec, std::min(beam[0].second, round_best) * 3 / c.factor) * c.factor;
+      if (!std::isfinite(tm)) continue;
+      round_best = std::min(round_best, tm);
+      timed.push_back({candidates[c.index], tm});
+      if (beam_debug >= 2)
+        std::printf("%7.2fs: %5zu %5zu uops %s run x%-4g %s\n", elapsed(), c.index, c.spec->uops, time_str(tm).c_str(), c.factor,
+                    opts_str(candidates[c.index].applied_opts).c_str());
     }
     std::stable_sort(timed.begin(), timed.end(), [](auto& a, auto& b) { return a.second < b.second; });
     bool exiting = timed.empty() || timed[0].second < min_progress || beam[0].second - timed[0].second < min_progress;
     if (!exiting) beam.assign(timed.begin(), timed.begin() + std::min<ptrdiff_t>(amt, ptrdiff_t(timed.size())));
     else if (!timed.empty() && timed[0].second < beam[0].second) beam = {timed[0]};
     if (dbg >= 2)
-      std::printf("%7.2fs: %s from %3zu -> %3zu actions %s\n", elapsed(), time_str(beam[0].second).c_str(), candidates.size(), timed.size(),
-                  opts_str(beam[0].first.applied_opts).c_str());
+      std::printf("%7.2fs: %s from %3zu -> %3zu actions (%.2fs render+compile) %s\n", elapsed(), time_str(beam[0].second).c_str(), candidates.size(),
+                  timed.size(), t_compiled, opts_str(beam[0].first.applied_opts).c_str());
     if (exiting) break;
   }
   if (use_cache) diskcache_put("beam_search", key, opts_str(beam[0].first.applied_opts));

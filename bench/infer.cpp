@@ -1,0 +1,147 @@
+// Inference (no gradient, eval mode) against libtorch (Debian's libtorch-dev, linked into this bench only) in the same
+// process on the same threads, both sides with the same weights:
+// - mnist: the main job's model (apps/beautiful_mnist_model.h, BatchNorm on running statistics, set to random values)
+//   over the Fashion-MNIST test images, normalized as build/beautiful_mnist --eval does, at batch 1000 and batch 1; ours
+//   under TinyJit (as the app's test pass), libtorch's module under NoGradGuard in eval mode
+// - mlp: 784-1024-1024-10 with relu, batch 1000
+// - block: a pre-LayerNorm transformer block (causal attention of 8 heads of 48, gelu MLP of 4x) on 8 x 128 tokens of 384,
+//   built from nn::Linear/LayerNorm and scaled_dot_product_attention; libtorch's side written out with the same ops
+// Each side's best pass, alternating (bench/anchor.h); outputs compared, the run fails past 1e-4 relative.
+//   build/bench/infer [images=10000] [case filter: mnist, "mnist 1000", "mnist 1", mlp, block]
+#include <string>
+
+#include "../apps/beautiful_mnist_model.h"
+#include "../apps/beautiful_mnist_torch.h"
+#include "anchor.h"
+#include "tg/datasets.h"
+#include "tg/jit.h"
+
+using namespace bench;
+using tg::Tensor;
+
+namespace {
+
+bool report(const std::string& name, double work, const char* unit, Times t, double rel) {
+  std::printf("%-18s %9.2f ms %8.1f %s  libtorch %9.2f ms %8.1f %s  ratio %5.2fx  rel.err %.1e%s\n", name.c_str(), t.ours * 1e3, work / t.ours,
+              unit, t.theirs * 1e3, work / t.theirs, unit, t.theirs / t.ours, rel, rel > 1e-4 ? "  MISMATCH" : "");
+  std::fflush(stdout);
+  return rel <= 1e-4;
+}
+
+bool mnist(int64_t images, int64_t bs) {
+  auto data = tg::nn::datasets::mnist();
+  images = std::min(images, data.X_test.shape()[0]) / bs * bs;
+  tg::Tensor::manual_seed(1);
+  tg::BeautifulMnist model;
+  for (tg::nn::BatchNorm* bn : {&model.bn1, &model.bn2}) {
+    int64_t c = bn->running_mean->shape()[0];
+    *bn->running_mean = Tensor::from_vector(random_floats(size_t(c), uint32_t(c), -0.5f, 0.5f)).realize();
+    *bn->running_var = Tensor::from_vector(random_floats(size_t(c), uint32_t(c) + 1, 0.5f, 2.0f)).realize();
+  }
+  tg::BeautifulMnistTorch net;
+  copy_weights(model, net);
+  net.eval();
+
+  std::vector<Tensor> xs;
+  std::vector<torch::Tensor> txs;
+  std::vector<uint8_t> all = data.X_test.shrink({{0, images}, {0, 1}, {0, 28}, {0, 28}}).contiguous().to_vector<uint8_t>();
+  for (int64_t s = 0; s < images; s += bs) {
+    std::vector<uint8_t> chunk(all.begin() + s * 784, all.begin() + (s + bs) * 784);
+    xs.push_back(Tensor::from_vector(chunk, {bs, 1, 28, 28}).realize());
+    txs.push_back(torch::from_blob(chunk.data(), {bs, 1, 28, 28}, torch::kUInt8).clone());
+  }
+  tg::TinyJit<Tensor> fwd([&](const std::vector<Tensor>& in) { return model((in[0].cast(tg::dtypes::float32) - 72.94) / 90.02).realize(); });
+  auto tfwd = [&](const torch::Tensor& x) { return net.forward((x.to(torch::kFloat) - 72.94) / 90.02); };
+  torch::NoGradGuard ng;
+  std::vector<Tensor> outs;
+  std::vector<torch::Tensor> touts;
+  for (size_t i = 0; i < xs.size(); i++) outs.push_back(fwd(xs[i]).clone().realize()), touts.push_back(tfwd(txs[i]));
+  Times t = alternate([&] { for (auto& x : xs) fwd(x); }, [&] { for (auto& x : txs) tfwd(x); }, 2, 0);
+  double rel = rel_error(Tensor::cat(outs, 0), torch::cat(touts, 0));
+  return report("mnist eval bs " + std::to_string(bs), double(images), "img/s", t, rel);
+}
+
+struct Mlp : tg::nn::Module {
+  tg::nn::Linear l1{784, 1024}, l2{1024, 1024}, l3{1024, 10};
+  void visit_state(tg::nn::StateVisitor& v) override { v("l1", l1), v("l2", l2), v("l3", l3); }
+  Tensor operator()(const Tensor& x) { return l3(l2(l1(x).relu()).relu()); }
+};
+struct TorchMlp : torch::nn::Module {
+  torch::nn::Linear l1{784, 1024}, l2{1024, 1024}, l3{1024, 10};
+  TorchMlp() { register_module("l1", l1), register_module("l2", l2), register_module("l3", l3); }
+  torch::Tensor forward(const torch::Tensor& x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
+};
+
+bool mlp() {
+  int64_t bs = 1000;
+  Mlp m;
+  TorchMlp tm;
+  copy_weights(m, tm);
+  auto hx = random_floats(size_t(bs * 784), 7);
+  Tensor x = Tensor::from_vector(hx, {bs, 784}).realize(), out;
+  torch::Tensor tx = torch::from_blob(hx.data(), {bs, 784}).clone(), want;
+  torch::NoGradGuard ng;
+  Times t = alternate([&] { out = m(x).realize(); }, [&] { want = tm.forward(tx); });
+  double gflop = 2.0 * double(bs) * (784 * 1024 + 1024 * 1024 + 1024 * 10) * 1e-9;
+  return report("mlp 784-1024-1024-10 bs 1000", gflop, "GFLOP/s", t, rel_error(out, want));
+}
+
+constexpr int64_t D = 384, H = 8, B = 8, T = 128;
+struct Block : tg::nn::Module {
+  tg::nn::LayerNorm ln1{D}, ln2{D};
+  tg::nn::Linear qkv{D, 3 * D}, proj{D, D}, fc1{D, 4 * D}, fc2{4 * D, D};
+  void visit_state(tg::nn::StateVisitor& v) override { v("ln1", ln1), v("ln2", ln2), v("qkv", qkv), v("proj", proj), v("fc1", fc1), v("fc2", fc2); }
+  Tensor operator()(const Tensor& x) {
+    auto heads = [](const Tensor& t) { return t.reshape({B, T, H, D / H}).transpose(1, 2); };
+    Tensor q = qkv(ln1(x)), a = heads(q.shrink({{0, B}, {0, T}, {0, D}}))
+                                   .scaled_dot_product_attention(heads(q.shrink({{0, B}, {0, T}, {D, 2 * D}})), heads(q.shrink({{0, B}, {0, T}, {2 * D, 3 * D}})),
+                                                                 std::nullopt, 0.0, true);
+    Tensor h = x + proj(a.transpose(1, 2).reshape({B, T, D}));
+    return h + fc2(fc1(ln2(h)).gelu());
+  }
+};
+struct TorchBlock : torch::nn::Module {
+  torch::nn::LayerNorm ln1{torch::nn::LayerNormOptions({D})}, ln2{torch::nn::LayerNormOptions({D})};
+  torch::nn::Linear qkv{D, 3 * D}, proj{D, D}, fc1{D, 4 * D}, fc2{4 * D, D};
+  TorchBlock() {
+    register_module("ln1", ln1), register_module("ln2", ln2), register_module("qkv", qkv), register_module("proj", proj);
+    register_module("fc1", fc1), register_module("fc2", fc2);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto qs = qkv(ln1(x)).view({B, T, 3, H, D / H}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D/H)
+    torch::Tensor s = qs[0].matmul(qs[1].transpose(-2, -1)) / std::sqrt(double(D / H));
+    s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
+    torch::Tensor a = torch::softmax(s, -1).matmul(qs[2]).transpose(1, 2).reshape({B, T, D});
+    torch::Tensor h = x + proj(a);
+    return h + fc2(torch::gelu(fc1(ln2(h)), "tanh"));
+  }
+};
+
+bool block() {
+  tg::Tensor::manual_seed(2);
+  Block m;
+  TorchBlock tm;
+  copy_weights(m, tm);
+  auto hx = random_floats(size_t(B * T * D), 8);
+  Tensor x = Tensor::from_vector(hx, {B, T, D}).realize(), out;
+  torch::Tensor tx = torch::from_blob(hx.data(), {B, T, D}).clone(), want;
+  torch::NoGradGuard ng;
+  Times t = alternate([&] { out = m(x).realize(); }, [&] { want = tm.forward(tx); });
+  double gflop = (2.0 * double(B * T) * 12 * D * D + 4.0 * double(B * H * T * T * (D / H))) * 1e-9;
+  return report("transformer block", gflop, "GFLOP/s", t, rel_error(out, want));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t images = argc > 1 ? std::atoll(argv[1]) : 10000;
+  std::string filter = argc > 2 ? argv[2] : "";
+  if (images < 1000) return std::fprintf(stderr, "usage: infer [images>=1000] [case filter]\n"), 2;
+  std::printf("inference, %d threads (tinygrad.cpp NUM_CPU_THREADS and libtorch); ratio = libtorch time / ours\n", threads());
+  bool ok = true;
+  if (std::string("mnist 1000").find(filter) != std::string::npos) ok &= mnist(images, 1000);
+  if (std::string("mnist 1").find(filter) != std::string::npos) ok &= mnist(images, 1);
+  if (std::string("mlp").find(filter) != std::string::npos) ok &= mlp();
+  if (std::string("block").find(filter) != std::string::npos) ok &= block();
+  return ok ? 0 : 1;
+}

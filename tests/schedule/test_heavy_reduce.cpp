@@ -1,0 +1,113 @@
+// A heavy reduce (a convolution) feeding a reducing consumer (a max-pool) through elementwise ops, as beautiful_mnist's
+// eval forward: SIMD CPU kernels store the convolution first and pool it in a kernel of its own (rangeify.cpp,
+// separate_heavy_reduce); SIMD=0 keeps tinygrad's single fused kernel. Values against a double-precision loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tensor/tensor_impl.h"
+#include "tg/context.h"
+#include "tg/nn.h"
+
+using namespace tg;
+
+namespace {
+
+constexpr int64_t N = 3, CI = 4, CO = 8, K = 5, HW = 14, O = HW - K + 1, P = O / 2;
+
+std::vector<float> randv(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+struct Kernels {
+  int reducing = 0, nested = 0;  // kernels with a REDUCE; kernels with a REDUCE inside another's source
+};
+// (scheduling points the tensor at buffers the schedule would fill: the caller realizes a fresh copy of the graph)
+Kernels kernels_of(const Tensor& t) {
+  Kernels k;
+  for (auto& c : schedule_linear({t}).src()) {
+    if (c.src(0).op() != Ops::SINK) continue;
+    bool any = false, nested = false;
+    for (auto& r : c.src(0).toposort())
+      if (r.op() == Ops::REDUCE) {
+        any = true;
+        for (auto& s : r.src(0).toposort()) nested |= s.op() == Ops::REDUCE;
+      }
+    k.reducing += any, k.nested += nested;
+  }
+  return k;
+}
+
+struct Case {
+  std::vector<float> x = randv(size_t(N * CI * HW * HW), 1, -1, 1), w = randv(size_t(CO * CI * K * K), 2, -0.3f, 0.3f);
+  std::vector<float> mean = randv(CO, 3, -0.5f, 0.5f), var = randv(CO, 4, 0.5f, 2), gamma = randv(CO, 5, 0.5f, 1.5f), beta = randv(CO, 6, -0.5f, 0.5f);
+  // conv, relu, BatchNorm on running statistics, 2x2 max-pool (beautiful_mnist's layer, no gradient)
+  Tensor forward() const {
+    nn::BatchNorm bn(CO);
+    *bn.running_mean = Tensor::from_vector(mean), *bn.running_var = Tensor::from_vector(var);
+    *bn.weight = Tensor::from_vector(gamma), *bn.bias = Tensor::from_vector(beta);
+    return bn(Tensor::from_vector(x, {N, CI, HW, HW}).conv2d(Tensor::from_vector(w, {CO, CI, K, K})).relu()).max_pool2d();
+  }
+  double want(int64_t n, int64_t c, int64_t py, int64_t px) const {
+    double best = -1e30;
+    for (int64_t dy = 0; dy < 2; dy++)
+      for (int64_t dx = 0; dx < 2; dx++) {
+        double s = 0;
+        for (int64_t i = 0; i < CI; i++)
+          for (int64_t ky = 0; ky < K; ky++)
+            for (int64_t kx = 0; kx < K; kx++)
+              s += double(x[size_t(((n * CI + i) * HW + 2 * py + dy + ky) * HW + 2 * px + dx + kx)]) * w[size_t(((c * CI + i) * K + ky) * K + kx)];
+        s = std::max(s, 0.0);
+        best = std::max(best, (s - mean[size_t(c)]) / std::sqrt(double(var[size_t(c)]) + 1e-5) * gamma[size_t(c)] + beta[size_t(c)]);
+      }
+    return best;
+  }
+  void check_values(const Tensor& y) const {
+    ASSERT_EQ(y.shape(), (Shape{N, CO, P, P}));
+    std::vector<float> got = y.to_vector<float>();
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t c = 0; c < CO; c++)
+        for (int64_t py = 0; py < P; py++)
+          for (int64_t px = 0; px < P; px++)
+            ASSERT_NEAR(got[size_t(((n * CO + c) * P + py) * P + px)], want(n, c, py, px), 1e-4) << n << " " << c << " " << py << " " << px;
+  }
+};
+
+}  // namespace
+
+TEST(HeavyReduce, ConvIsStoredBeforeItsPoolOnSimdCpus) {
+  Case c;
+  Context simd({{"SIMD", 1}});
+  Kernels k = kernels_of(c.forward());
+  EXPECT_EQ(k.nested, 0) << "the convolution is not computed inside the pool's reduce";
+  EXPECT_EQ(k.reducing, 2) << "one kernel for the convolution, one for the pool";
+  c.check_values(c.forward());
+}
+
+TEST(HeavyReduce, TinygradKernelsGiveTheSameValues) {
+  Case c;
+  Context tinygrad_kernels({{"SIMD", 0}});
+  Kernels k = kernels_of(c.forward());
+  EXPECT_EQ(k.nested, 0) << "tinygrad's pool of a convolution is two kernels too";
+  EXPECT_EQ(k.reducing, 2);
+  c.check_values(c.forward());
+}
+
+TEST(HeavyReduce, LightReducesStayFused) {
+  // a 2-term sum under a max (under the 64 terms of a heavy producer): one kernel, as tinygrad
+  std::vector<float> hx = randv(64 * 8, 7, -1, 1);
+  auto y = [&] { return Tensor::from_vector(hx, {64, 4, 2}).sum(2).max(1); };
+  Context simd({{"SIMD", 1}});
+  EXPECT_EQ(kernels_of(y()).reducing, 1);
+  std::vector<float> got = y().to_vector<float>();
+  for (int64_t i = 0; i < 64; i++) {
+    double best = -1e30;
+    for (int64_t j = 0; j < 4; j++) best = std::max(best, double(hx[size_t(i * 8 + j * 2)]) + hx[size_t(i * 8 + j * 2 + 1)]);
+    EXPECT_NEAR(got[size_t(i)], best, 1e-5);
+  }
+}
