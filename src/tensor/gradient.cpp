@@ -190,7 +190,7 @@ UOp call_gradient(const UOp& ctx, const UOp& k, const std::vector<bool>& needed)
   if (info && info->grad_fn) {
     Grads g = (*info->grad_fn)(out_grads, k);
     if (g.size() != args.size())
-      throw Error("gradient: a FUNCTION's gradient function returned " + std::to_string(g.size()) + " gradients for " +
+      throw Error("gradient: a " + std::string(op_name(k.op())) + "'s gradient function returned " + std::to_string(g.size()) + " gradients for " +
                   std::to_string(args.size()) + " arguments");
     g.insert(g.begin(), UOp());
     return tuple(g);

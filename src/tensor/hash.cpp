@@ -55,8 +55,11 @@ Tensor Tensor::keccak(int64_t rate, int64_t dsbyte) const {
   Tensor round_const = from_vector(rc, {24, 25}, std::nullopt, dev);
 
   Tensor state = zeros({bs, 25}, dtypes::uint64, dev);
+  // the block is picked by a bound Variable, so one block's kernels are compiled once and serve every block
+  sint block = Variable("keccak_block", 0, blocks - 1);
   for (int64_t k = 0; k < blocks; k++) {
-    state = state ^ data[{Slice{}, k}];
+    sint b = block.bind(k);
+    state = state ^ (blocks == 1 ? data[{Slice{}, k}] : data.shrink({{0, bs}, {b, b + 1}, {0, 25}}).reshape({bs, 25}));
     for (int64_t i = 0; i < 24; i++) {
       // θ: xor each lane with the parities of the two neighbouring columns
       Tensor p = state.reshape({bs, 5, 5}).transpose(2, 1);

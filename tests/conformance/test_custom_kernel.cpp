@@ -189,6 +189,11 @@ TEST(CustomKernel, Gradient) {
   tg::Tensor x = a.t.clone();
   tg::Tensor y = tg::custom_kernel({tg::Tensor::empty({3, 4}), x}, add_one_kernel)[0].sum();
   EXPECT_NE(error_of([&] { y.backward(); }).find("custom kernel add_one has no gradient function"), std::string::npos);
+  // a gradient function must give one gradient per buffer
+  tg::Tensor::CallGradFxn short_grad = [](const tg::Tensor& g, const TV&) { return std::vector<std::optional<tg::Tensor>>{std::nullopt, g}; };
+  tg::Tensor z = tg::custom_kernel({tg::Tensor::empty({3, 4}), x.clone(), x.clone()}, add_kernel, short_grad)[0].sum();
+  std::string e = error_of([&] { z.backward(); });
+  EXPECT_NE(e.find("gradient: a CALL's gradient function returned 2 gradients for 3 arguments"), std::string::npos) << e;
 }
 
 TEST(CustomKernel, Errors) {

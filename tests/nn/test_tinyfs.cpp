@@ -7,12 +7,14 @@
 #include <fstream>
 
 #include "support/generated.h"
+#include "support/hex.h"
 #include "tg/nn.h"
 #include "tg/state.h"
 #include "util/process.h"
 #include "../tensor/tensor_test_util.h"
 
 using namespace tg;
+using tg::test::hex;
 using namespace tg::nn::state;
 using testutil::error_of;
 using testutil::expect_has;
@@ -25,12 +27,6 @@ std::vector<uint8_t> bytes(int64_t n) {
   std::vector<uint8_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) v[size_t(i)] = byte_at(i);
   return v;
-}
-std::string hex(const std::vector<uint8_t>& v) {
-  std::string s;
-  char b[3];
-  for (uint8_t x : v) snprintf(b, sizeof b, "%02x", x), s += b;
-  return s;
 }
 // tinygrad's hash_file over the same n bytes (chunks of 1 MiB, shake_128 per 4 KiB, levels until one hash is left)
 std::string reference_key(int64_t n) {

@@ -4,9 +4,11 @@
 #include <sstream>
 
 #include "support/generated.h"
+#include "support/hex.h"
 #include "tensor/tensor_impl.h"
 
 using namespace tg;
+using tg::test::hex;
 
 namespace {
 // the message bytes: both sides build them from this formula (row r, byte i)
@@ -16,12 +18,6 @@ std::vector<uint8_t> msg(int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; r++)
     for (int64_t i = 0; i < n; i++) v.push_back(msg_byte(r, i));
   return v;
-}
-std::string hex(const std::vector<uint8_t>& v) {
-  std::string s;
-  char b[3];
-  for (uint8_t x : v) snprintf(b, sizeof b, "%02x", x), s += b;
-  return s;
 }
 // one hex digest per row from hashlib; `expr` digests the bytes `m`
 std::vector<std::string> oracle(int64_t rows, int64_t n, const std::string& expr) {
