@@ -61,9 +61,13 @@ inline double rel_error(const tg::Tensor& ours, const torch::Tensor& theirs) {
   return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
 }
 
-// every tensor of our state dict into the libtorch parameter or buffer of the same name (the models name them alike)
+// every tensor of our state dict into the libtorch parameter or buffer of the same name (the models name them alike).
+// Ours are realized first: a fresh module's weights are lazy (random bits scaled), which a forward would recompute
 inline void copy_weights(tg::nn::Module& ours, torch::nn::Module& theirs) {
   auto sd = tg::nn::state::get_state_dict(ours);
+  std::vector<tg::Tensor> all;
+  for (auto& [name, t] : sd) all.push_back(t);
+  tg::Tensor::realize(all);
   torch::NoGradGuard ng;
   for (auto& item : theirs.named_parameters()) item.value().copy_(to_torch(sd.at(item.key())));
   for (auto& item : theirs.named_buffers())

@@ -4,7 +4,7 @@
 // into this bench only) in the same process on the same threads: at::conv2d, and at::convolution_backward (what
 // libtorch's autograd calls) for each gradient on its own. Each side's best run, alternating (bench/anchor.h); values
 // compared, the run fails past 1e-4 relative (max |diff| / max |libtorch|). c1's input gradient is not part of training
-// (the images need none) and is listed for completeness.
+// (the images need none) and is listed for completeness. "fbr" is the forward with the model's epilogue, + bias and relu.
 //   build/bench/conv [batch=512] [case filter, e.g. c2]
 #include <string>
 
@@ -25,6 +25,9 @@ bool run(const Conv& c, int64_t bs, const std::string& pass) {
   auto hg = random_floats(size_t(bs * c.cout * ho * ho), 3);
   tg::Tensor x = tg::Tensor::from_vector(hx, {bs, c.cin, c.hw, c.hw}).realize(), w = tg::Tensor::from_vector(hw, {c.cout, c.cin, c.k, c.k}).realize();
   tg::Tensor g = tg::Tensor::from_vector(hg, {bs, c.cout, ho, ho}).realize();
+  auto hb = random_floats(size_t(c.cout), 4, -0.2f, 0.2f);
+  tg::Tensor b = tg::Tensor::from_vector(hb).realize();
+  torch::Tensor tb = torch::from_blob(hb.data(), {c.cout}).clone();
   torch::Tensor tx = torch::from_blob(hx.data(), {bs, c.cin, c.hw, c.hw}).clone(), tw = torch::from_blob(hw.data(), {c.cout, c.cin, c.k, c.k}).clone();
   torch::Tensor tg_ = torch::from_blob(hg.data(), {bs, c.cout, ho, ho}).clone();
 
@@ -32,7 +35,10 @@ bool run(const Conv& c, int64_t bs, const std::string& pass) {
   torch::Tensor want;
   std::function<void()> ours, theirs;
   std::array<bool, 3> mask{pass == "fwd", pass == "dx", pass == "dw"};
-  if (pass == "fwd") {
+  if (pass == "fbr") {  // with the layers' epilogue: bias and relu fused into the convolution's kernel
+    ours = [&] { out = x.conv2d(w, b).relu().realize(); };
+    theirs = [&] { want = at::relu(at::conv2d(tx, tw, tb)); };
+  } else if (pass == "fwd") {
     ours = [&] { out = x.conv2d(w).realize(); };
     theirs = [&] { want = at::conv2d(tx, tw); };
   } else {
@@ -63,7 +69,7 @@ int main(int argc, char** argv) {
               (long long)bs, threads());
   bool ok = true;
   for (auto& c : convs)
-    for (std::string pass : {"fwd", "dx", "dw"})
+    for (std::string pass : {"fwd", "fbr", "dx", "dw"})
       if ((c.name + " " + pass).find(filter) != std::string::npos) ok &= run(c, bs, pass);
   return ok ? 0 : 1;
 }

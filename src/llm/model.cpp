@@ -219,9 +219,9 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   Tensor v = lin(x, l.wv, l.bv).reshape({1, T, c.n_kv_heads, c.head_dim});
   if (l.q_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
   q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
-  // a prompt chunk's keys and values are GEMMs of their own: fused into the cache write (a stack of two reduces), the
-  // kernel loses the GEMM tile and runs at a fraction of a GFLOP/s
-  if (T > 1) k = k.contiguous(), v = v.contiguous();
+  // keys and values are GEMMs (matrix-vector products in decode) of their own: fused into the cache write (a stack of
+  // two reduces), the kernel loses the GEMM tile (a prompt chunk's ran at a fraction of a GFLOP/s) or decode's 8 rows
+  k = k.contiguous(), v = v.contiguous();
   sint end = start_pos + T;
   l.cache_kv.shrink({{0, 2}, {0, 1}, {0, c.n_kv_heads}, {start_pos, end}, {0, c.head_dim}}).assign(Tensor::stack({k, v}));
   // keys and values (1, kv heads, end, head_dim); end may be symbolic

@@ -29,9 +29,11 @@ std::string clang_path() {
 }
 
 const std::vector<std::string>& clang_flags() {
-  // -ffreestanding/-nostdlib: kernels use only builtins; -fno-math-errno lets __builtin_sqrtf become one instruction
+  // -ffreestanding/-nostdlib: kernels use only builtins; -fno-math-errno lets __builtin_sqrtf become one instruction;
+  // -fno-unroll-loops: the kernels come unrolled as far as their opts ask, clang's unroller only made compiles ~15%
+  // slower (docs/benchmarks.md, the cold first step), the steady step and GEMM no faster
   static const std::vector<std::string> flags{"-shared", "-O2", "-march=native", "-fPIC", "-ffreestanding",
-                                              "-fno-math-errno", "-nostdlib", "-fno-ident", "-x", "c"};
+                                              "-fno-math-errno", "-fno-unroll-loops", "-nostdlib", "-fno-ident", "-x", "c"};
   return flags;
 }
 
