@@ -316,10 +316,32 @@ UOp movement_multi(const UOp& root) {
   }
 }
 
+// assign into a multi-device tensor (store_after_multi): each shard stores its own part of the value
+UOp after_multi(const UOp& root) {
+  auto d = as_multi(root.src(0));
+  if (!d || root.src().size() != 2 || root.src(1).op() != STORE || root.src(1).src(0) != root.src(0)) return UOp();
+  const UOp& val = root.src(1).src(1);
+  auto vm = as_multi(val);
+  if (vm) same_devices(STORE, *d, *vm);
+  else if (auto dev = val.device()) throw Error("assign: a tensor on " + *dev + " into one on " + device_tuple(d->devices) + " (shard it first)");
+  size_t n = d->devices.size();
+  std::vector<UOp> part;
+  if (vm && vm->axis == d->axis) part = vm->shards;
+  else {
+    part = vm ? allgather(*vm) : std::vector<UOp>(n, val);
+    if (d->axis) for (size_t i = 0; i < n; i++) part[i] = chunk(part[i], *d->axis, i, n);
+  }
+  std::vector<UOp> shards;
+  for (size_t i = 0; i < n; i++) shards.push_back(d->shards[i].after({d->shards[i].store(part[i])}));
+  return make_multi(shards, d->axis, d->devices);
+}
+
 const PatternMatcher& multi_pm() {
   static const PatternMatcher pm{
-      UPat(GroupOp::Elementwise | OpSet{CONTIGUOUS, CONTIGUOUS_BACKWARD, DETACH}, {}, {}, {}, "x") >> [](M m) { return alu_multi(m["x"]); },
+      // STACK (a new leading axis) shards as an elementwise op does: its sources right-align into the result
+      UPat(GroupOp::Elementwise | OpSet{CONTIGUOUS, CONTIGUOUS_BACKWARD, DETACH, STACK}, {}, {}, {}, "x") >> [](M m) { return alu_multi(m["x"]); },
       UPat(REDUCE, {}, {}, {}, "x") >> [](M m) { return reduce_multi(m["x"]); },
+      UPat(AFTER, {}, {}, {}, "x") >> [](M m) { return after_multi(m["x"]); },
       UPat(OpSet{RESHAPE, EXPAND, PERMUTE, PAD, SHRINK, FLIP, COPY}, {}, {}, {}, "x") >> [](M m) { return movement_multi(m["x"]); },
   };
   return pm;

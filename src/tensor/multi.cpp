@@ -53,9 +53,9 @@ Tensor Tensor::shard_like(const Tensor& y) const {
 Tensor Tensor::to(const std::vector<std::string>& devices) const {
   auto devs = canonical(devices, "to");
   if (devs.size() == 1) return to(devs[0]);
+  if (device() == device_tuple(devs)) return *this;  // already there, split or not (tinygrad compares devices only)
   auto m = multi_of(*this);
   if (!m) return shard(devs);
-  if (m->devices == devs && !m->axis) return *this;
   std::vector<UOp> whole;
   for (auto& d : devs) whole.push_back(tg::gather(*m, d));
   return wrap(make_multi(whole, std::nullopt, devs)).is_param_(is_param());

@@ -22,6 +22,7 @@ std::unordered_set<TensorImpl*>& registry() {
   return r;
 }
 std::string dt_name(DType d) { return std::string(d.name()); }
+std::string axis_str(std::optional<int64_t> a) { return a ? std::to_string(*a) : "None"; }
 }  // namespace
 
 Tensor::Impl::Impl(UOp u) : uop(std::move(u)) {
@@ -342,6 +343,7 @@ Tensor Tensor::detach() const { return alu(*this, Ops::DETACH); }
 Tensor Tensor::to(const std::string& device) const {
   const UOp& u = uop_of(*this);
   if (!u.device()) return *this;
+  if (is_device_tuple(device)) return to(parse_device_tuple(device));
   std::string dev = canonicalize_device(device);
   if (dev == *u.device()) return *this;
   Tensor ret = wrap(u.copy_to_device(dev));
@@ -389,6 +391,8 @@ Tensor& Tensor::assign(const Tensor& x_in) {
   if (x.dtype() != dtype()) throw Error("assign: dtype mismatch " + dt_name(dtype()) + " != " + dt_name(x.dtype()));
   if (uop_of(x).device() && device() && device() != x.device())
     throw Error("assign: device mismatch " + *device() + " != " + *x.device());
+  if (device() && is_device_tuple(*device()) && uop_of(x).device() && shard_axis() != x.shard_axis())
+    throw Error("assign: multi axis mismatch " + axis_str(shard_axis()) + " != " + axis_str(x.shard_axis()));
   const UOp& self_u = uop_of(*this);
   UOp assign = self_u.after({self_u.store(uop_of(x))});
   UOp ib = self_u;

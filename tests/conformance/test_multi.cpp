@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/realize.h"
+#include "tg/optim.h"
 #include "tg/context.h"
 #include "tensor_harness.h"
 
@@ -126,7 +127,8 @@ TEST(Multi, ShardedGatherOnEveryDevice) {
   Pair x = input({6, 2}, dtypes::int32, -10, 10);
   tg::Tensor xs = x.t.shard(D3, 0) + 1;
   for (auto d : {"CPU", "CPU:1", "CPU:2"}) EXPECT_TRUE(same(xs.to(d), x.a + 1)) << d;
-  tg::Tensor rep = xs.to(D3);  // gathered on each device: replicated
+  EXPECT_EQ(xs.to(D3).shard_axis(), 0) << "already on these devices: itself, as tinygrad's to";
+  tg::Tensor rep = xs.to({"CPU:2", "CPU:1", "CPU:0"});  // other devices: gathered on each, replicated
   EXPECT_FALSE(rep.shard_axis());
   EXPECT_TRUE(same(rep * 2, (x.a + 1) * 2));
   Pair m = input({4, 2}, dtypes::bool_);
@@ -244,4 +246,56 @@ TEST(Multi, Refused) {
   expect_error([&] { xs.shrink({{0, 5}, {1, 3}}).realize(); }, {"SHRINK", "sharded axis"});
   expect_error([&] { xs.pad({{0, 0}, {1, 0}}).realize(); }, {"PAD", "sharded axis"});
   expect_error([&] { xs.flip(1).realize(); }, {"flip", "sharded axis"});
+}
+
+TEST(Multi, AssignAndCreateOnDevices) {
+  Pair a = input({4, 6}, dtypes::float32), b = input({4, 6}, dtypes::float32, -1, 1, 2);
+  for (int64_t axis : {0, 1}) {
+    tg::Tensor t = to_tg(a.a).shard(D2, axis).realize();
+    t.assign(t * 2 + to_tg(b.a).shard(D2, axis)).realize();
+    EXPECT_EQ(t.shard_axis(), axis);
+    EXPECT_TRUE(same(t, a.a * 2 + b.a)) << "axis " << axis;
+    t.assign(tg::Tensor(0.5f).expand({4, 6}) * 3).realize();  // a device-free value: each shard stores its slice
+    EXPECT_TRUE(same(t, at::full({4, 6}, 1.5f))) << "axis " << axis;
+    expect_error([&] { t.assign(to_tg(b.a).shard(D2)); }, {"assign", "multi axis mismatch", std::to_string(axis) + " != None"});
+    t.assign(2.5f).realize();
+    EXPECT_TRUE(same(t, at::full({4, 6}, 2.5f))) << "axis " << axis;
+  }
+  tg::Tensor t = to_tg(a.a).shard(D2, 0);
+  expect_error([&] { t.assign(to_tg(b.a).shard(D2, 1)); }, {"assign", "multi axis mismatch", "0 != 1"});
+  expect_error([&] { t.assign(to_tg(b.a)); }, {"assign", "device mismatch"});
+  // a device tuple where a device name goes: one tensor per device, replicated
+  tg::Tensor z = tg::Tensor::full({2, 3}, 2.5, dtypes::float32, *t.device());
+  EXPECT_EQ(z.devices(), t.devices());
+  EXPECT_FALSE(z.shard_axis());
+  EXPECT_TRUE(same(z + tg::Tensor::zeros({2, 3}, dtypes::float32, "(CPU, CPU:1)"), at::full({2, 3}, 2.5f)));
+  EXPECT_TRUE(same(to_tg(b.a).to("(CPU, CPU:1)").to("CPU:1"), b.a));
+}
+
+TEST(Multi, DataParallelSGD) {
+  // tinygrad's data-parallel training: the batch split over the devices, the weight replicated; its gradient is
+  // all-reduced, so every replica takes the same step
+  Pair x = input({8, 5}, dtypes::float32), w = input({5, 3}, dtypes::float32, -1, 1, 2);
+  for (bool fused : {false, true}) {
+    tg::Tensor ws = to_tg(w.a).shard(D2).realize();
+    auto opt = tg::nn::optim::SGD({ws}, 0.1, 0.0, 0.0, false, false, std::nullopt, fused);
+    tg::Context train({{"TRAINING", 1}});
+    at::Tensor ref = w.a.clone().requires_grad_(true);
+    for (int step = 0; step < 2; step++) {
+      opt.zero_grad();
+      tg::Tensor y = x.t.shard(D2, 0).matmul(ws);
+      (y.relu() * y).sum().backward();
+      opt.step();
+      at::Tensor ya = at::matmul(x.a, ref);
+      (ya.relu() * ya).sum().backward();
+      {
+        at::NoGradGuard ng;
+        ref -= 0.1 * ref.grad();
+        ref.grad().zero_();
+      }
+    }
+    EXPECT_EQ(ws.devices(), (std::vector<std::string>{"CPU", "CPU:1"}));
+    EXPECT_FALSE(ws.shard_axis());
+    for (auto d : {"CPU", "CPU:1"}) EXPECT_TRUE(same(ws.to(d), ref.detach())) << d << (fused ? " fused" : "");
+  }
 }
