@@ -162,7 +162,9 @@ class Tensor {
   const Shape& shape() const;  // tg::Error naming the dims where one is symbolic: read those with sym_shape()
   SymShape sym_shape() const;  // tinygrad's shape: ints, or sints of bound Variables
   DType dtype() const;
-  std::optional<std::string> device() const;  // nullopt for a device-free constant graph
+  std::optional<std::string> device() const;  // nullopt for a device-free constant graph; "(CPU, CPU:1)" for a multi-device one
+  std::vector<std::string> devices() const;    // the devices of a multi-device tensor, else {device()} ({} when device-free)
+  std::optional<int64_t> shard_axis() const;   // the axis a multi-device tensor is split along (nullopt: replicated, one device)
   int64_t ndim() const;
   int64_t numel() const;
   int64_t element_size() const;
@@ -197,6 +199,13 @@ class Tensor {
   Tensor to(const std::string& device) const;
   Tensor& to_(const std::string& device);  // moves this tensor (and its grad) to device in place
   Tensor clone(const std::string& device = "") const;
+  // multi-device (tinygrad's shard): a copy on every device, whole (axis nullopt: replicated) or split in equal slices
+  // along axis. Ops on it run on each device; a reduction over the split axis all-reduces; to(one device) gathers
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt) const;
+  Tensor& shard_(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt);
+  Tensor shard_like(const Tensor& y) const;  // sharded as y is (its devices and axis); to(y.device()) for a one-device y
+  Tensor to(const std::vector<std::string>& devices) const;  // replicated on every device (gathered first if split)
+  Tensor to(std::initializer_list<std::string> devices) const { return to(std::vector<std::string>(devices)); }  // to({"CPU", "CPU:1"})
   Tensor detach() const;
   Tensor& assign(const Tensor& x);  // tinygrad's assign: STORE+AFTER into this tensor's buffer
   template <class T> requires std::is_arithmetic_v<T> Tensor& assign(T v) { return assign(Tensor(v, dtype())); }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/realize.h"
+#include "schedule/multi.h"
 #include "runtime/buffer.h"
 #include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
@@ -24,6 +25,13 @@ int64_t numel_of(const Shape& s) {
 }
 int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }  // non-negative operands only
 std::optional<std::string> opt_dev(const std::string& d) { return d.empty() ? std::nullopt : std::optional<std::string>(d); }
+// a replicated multi-device tensor made on each device of the tuple by f
+template <class F> Tensor per_device(const std::string& tuple, F f) {
+  std::vector<std::string> devs = parse_device_tuple(tuple);
+  std::vector<UOp> shards;
+  for (auto& d : devs) shards.push_back(uop_of(f(canonicalize_device(d))));
+  return wrap(make_multi(shards, std::nullopt, devs));
+}
 DType from_py(ConstVal v) { return v.is_bool() ? dtypes::bool_ : v.is_float() ? dtypes::weakfloat : dtypes::weakint; }
 void check_shape(const char* op, const Shape& s) {
   for (auto x : s) if (x < 0) throw Error(std::string(op) + ": invalid shape " + shape_str(s) + " (negative dimension)");
@@ -37,6 +45,7 @@ Tensor full_const(const Shape& shape, ConstVal v, DType dt) {
 // ***** 1. creation *****
 
 Tensor Tensor::empty(const SymShape& sshape, std::optional<DType> dtype, const std::string& device) {
+  if (is_device_tuple(device)) return per_device(device, [&](const std::string& d) { return empty(sshape, dtype, d); });
   if (auto shape = sshape.ints()) {
     check_shape("empty", *shape);
     return wrap(UOp::empty(*shape, dtype.value_or(dtypes::default_float), device));
@@ -46,6 +55,7 @@ Tensor Tensor::empty(const SymShape& sshape, std::optional<DType> dtype, const s
 
 Tensor Tensor::full(const Shape& shape, ConstVal fill_value, std::optional<DType> dtype, const std::string& device) {
   check_shape("full", shape);
+  if (is_device_tuple(device)) return per_device(device, [&](const std::string& d) { return full(shape, fill_value, dtype, d); });
   Tensor val = full_const(shape, fill_value, dtype ? *dtype : from_py(fill_value));
   Tensor ret = val.empty_like(dtype, device);
   const UOp& r = uop_of(ret);

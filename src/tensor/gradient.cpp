@@ -10,6 +10,7 @@
 #include <numbers>
 #include <numeric>
 
+#include "schedule/multi.h"
 #include "tensor/tensor_impl.h"
 #include "uop/args.h"
 #include "uop/movement.h"
@@ -144,7 +145,14 @@ const PatternMatcher& pm_gradient() {
         }
         return tuple(g);
       },
-      UPat(Ops::COPY) >> [](M m) { return tuple({G(m).copy_to_device(*m.root().src(0).device())}); },
+      UPat(Ops::COPY) >> [](M m) {
+        const UOp& src = m.root().src(0);
+        std::string d = *src.device();
+        if (!is_device_tuple(d)) return tuple({G(m).copy_to_device(d)});
+        auto ms = as_multi(lower_multi(src));  // a gather: the gradient is split back as the source was
+        return tuple({shard_uop(G(m), ms->devices, ms->axis)});
+      },
+      UPat(Ops::MSTACK) >> [](M m) { return tuple(mstack_gradient(m.root(), G(m))); },
       UPat(Ops::TUPLE) >> [](M m) { return tuple(Grads(G(m).src().begin(), G(m).src().end())); },
       UPat(Ops::AFTER, {}, {UPat::var("d"), UPat(Ops::CALL, {}, {}, {}, "k")}) >> after_call_gradient,
       // clone/assign: the gradient passes through to the stored value
@@ -340,7 +348,10 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
     Tensor g = gs[i];
     if (uop_of(g).sym_shape() != t->uop.sym_shape())
       throw Error("backward: grad shape must match tensor shape, " + g.shape_str() + " != " + wrap(t->uop).shape_str());
-    if (!g.device()) g = g.clone(*t->uop.device());
+    if (!g.device()) {
+      Tensor tt = wrap(t->uop);
+      g = is_device_tuple(*tt.device()) ? g.clone(tt.devices()[0]).shard_like(tt) : g.clone(*tt.device());
+    }
     if (!t->grad) t->grad = TensorAccess::impl(g);
     else {
       Tensor old(t->grad);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "engine/realize.h"
+#include "schedule/multi.h"
 #include "tensor/sint_impl.h"
 #include "tensor/tensor_impl.h"
 #include "tg/device.h"
@@ -21,6 +22,7 @@ std::unordered_set<TensorImpl*>& registry() {
   return r;
 }
 std::string dt_name(DType d) { return std::string(d.name()); }
+std::string axis_str(std::optional<int64_t> a) { return a ? std::to_string(*a) : "None"; }
 }  // namespace
 
 Tensor::Impl::Impl(UOp u) : uop(std::move(u)) {
@@ -217,10 +219,21 @@ Tensor reduce_(const Tensor& self_in, Ops op, const Axis& axis, bool keepdim) {
 
 std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors) {
   std::vector<UOp> srcs;
+  std::unordered_map<UOp, UOp> lowered;  // multi-device graphs, run per device: their shards are what is realized
   for (auto& t : tensors) {
     if (t.dtype().is_weak() && t.device()) throw Error("realize: cannot realize a weak dtype (" + dt_name(t.dtype()) + "); cast to a concrete dtype first");
-    srcs.push_back(uop_of(t));
+    UOp u = uop_of(t);
+    if (has_multi(u)) {
+      u = lowered.emplace(u, lower_multi(u)).first->second;
+      if (auto m = as_multi(u)) {
+        for (auto& s : m->shards) if (!s.is_virtual() && !s.has_buffer_identity()) srcs.push_back(s);
+        continue;
+      }
+    }
+    srcs.push_back(u);
   }
+  if (!lowered.empty()) apply_map_to_tensors(lowered);
+  if (srcs.empty()) return {UOp::make(Ops::LINEAR, dtypes::void_, {}), {}};
   Scheduled s = schedule_tensor_graph(UOp::sink(srcs));
   apply_map_to_tensors(std::unordered_map<UOp, UOp>(s.becomes.begin(), s.becomes.end()));
   return {std::move(s.linear), std::move(s.vars)};
@@ -277,7 +290,7 @@ std::vector<uint8_t> Tensor::data() const {
   if (numel() == 0) return {};
   // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it
   Tensor x = contiguous();
-  if (!device()) x = x.clone("CPU");
+  if (!device() || is_device_tuple(*device())) x = x.clone("CPU");
   x.realize();
   // tinygrad's UOp.buffer: through the nodes that share their source's storage, then a view that reads one
   // contiguous range of a BUFFER (UOp.contiguous_view) is that range
@@ -330,6 +343,7 @@ Tensor Tensor::detach() const { return alu(*this, Ops::DETACH); }
 Tensor Tensor::to(const std::string& device) const {
   const UOp& u = uop_of(*this);
   if (!u.device()) return *this;
+  if (is_device_tuple(device)) return to(parse_device_tuple(device));
   std::string dev = canonicalize_device(device);
   if (dev == *u.device()) return *this;
   Tensor ret = wrap(u.copy_to_device(dev));
@@ -377,6 +391,8 @@ Tensor& Tensor::assign(const Tensor& x_in) {
   if (x.dtype() != dtype()) throw Error("assign: dtype mismatch " + dt_name(dtype()) + " != " + dt_name(x.dtype()));
   if (uop_of(x).device() && device() && device() != x.device())
     throw Error("assign: device mismatch " + *device() + " != " + *x.device());
+  if (device() && is_device_tuple(*device()) && uop_of(x).device() && shard_axis() != x.shard_axis())
+    throw Error("assign: multi axis mismatch " + axis_str(shard_axis()) + " != " + axis_str(x.shard_axis()));
   const UOp& self_u = uop_of(*this);
   UOp assign = self_u.after({self_u.store(uop_of(x))});
   UOp ib = self_u;

@@ -1,5 +1,6 @@
 // The arg objects of later layers, printed as tinygrad's dataclass reprs.
 #include "uop/args.h"
+#include "uop/multi_arg.h"
 
 #include <cctype>
 #include <cstdio>
@@ -85,6 +86,17 @@ std::string KernelInfo::str() const {
 }
 
 // ** BufferizeOpts **
+
+size_t MultiArg::hash() const { return mix(hstr(devices), axis ? size_t(*axis) + 1 : 0); }
+bool MultiArg::equals(const ArgObject& o) const {
+  auto* m = dynamic_cast<const MultiArg*>(&o);
+  return m && devices == m->devices && axis == m->axis;
+}
+std::string MultiArg::str() const { return "(" + py_repr(devices) + ", " + (axis ? std::to_string(*axis) : "None") + ")"; }
+const MultiArg* multi_arg(const Arg& a) {
+  auto* o = std::get_if<std::shared_ptr<const ArgObject>>(&a.v);
+  return o ? dynamic_cast<const MultiArg*>(o->get()) : nullptr;
+}
 
 size_t BufferizeOpts::hash() const {
   size_t h = mix(device.index(), size_t(addrspace) * 2 + removable);

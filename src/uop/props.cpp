@@ -5,6 +5,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "uop/args.h"
+#include "uop/multi_arg.h"
 #include "uop/movement.h"
 #include "uop/uop.h"
 #include "util/sha256.h"
@@ -417,7 +419,14 @@ std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::stri
     }
     case BUFFER: return u.src().empty() ? Shape{} : as_shape(u.src(0), err);
     case PARAM: return as_shape(u.src(0), err);
-    case MSTACK: case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:
+    case MSTACK:
+      if (auto* ma = multi_arg(u.arg()); ma && ma->axis) {  // a multi-device value split along axis: each shard is one slice
+        Shape ps = src_shape(0);
+        ps.at(size_t(*ma->axis)) *= int64_t(u.src().size());
+        return ps;
+      }
+      return src_opt(0);
+    case MSELECT: case DETACH: case CONTIGUOUS: case CONTIGUOUS_BACKWARD: case AFTER: case LOAD: case COPY: case ALLREDUCE:
     case STORE: case END: return src_opt(0);
     case RESHAPE: {
       Shape ps = src_shape(0), ns = as_shape(u.src(1), err);

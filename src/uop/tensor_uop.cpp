@@ -5,6 +5,7 @@
 
 #include "tg/device.h"
 #include "uop/args.h"
+#include "uop/multi_arg.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
 #include "uop/uop.h"
@@ -41,7 +42,10 @@ std::optional<std::optional<std::string>> own_device(const UOpNode* n) {
       return std::optional<std::string>();
     }
     case Ops::COPY: return n->arg.is<std::string>() ? std::optional<std::string>(n->arg.s()) : std::optional<std::string>();
-    case Ops::MSELECT: case Ops::MSTACK: case Ops::ALLREDUCE: multi_device("device", n->op);
+    case Ops::MSTACK:  // a multi-device value (schedule/multi.h): its arg holds the device tuple
+      if (auto* ma = multi_arg(n->arg)) return std::optional<std::string>(ma->devices);
+      multi_device("device", n->op);
+    case Ops::MSELECT: case Ops::ALLREDUCE: multi_device("device", n->op);
     default: return std::nullopt;
   }
 }
