@@ -1,6 +1,7 @@
-// A heavy reduce (a convolution) feeding a reducing consumer (a max-pool) through elementwise ops, as beautiful_mnist's
-// eval forward: SIMD CPU kernels store the convolution first and pool it in a kernel of its own (rangeify.cpp,
-// separate_heavy_reduce); SIMD=0 keeps tinygrad's single fused kernel. Values against a double-precision loop.
+// A heavy reduce (a convolution, a matmul) feeding a reducing consumer (a max-pool) through elementwise ops, as
+// beautiful_mnist's eval forward: SIMD CPU kernels store the heavy reduce first and pool it in a kernel of its own
+// (rangeify.cpp, separate_heavy_reduce; a convolution's output is stored before its bias and relu anyway, nn_ops.cpp);
+// SIMD=0 keeps tinygrad's fusion. Values against double-precision loops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,4 +111,57 @@ TEST(HeavyReduce, LightReducesStayFused) {
     for (int64_t j = 0; j < 4; j++) best = std::max(best, double(hx[size_t(i * 8 + j * 2)]) + hx[size_t(i * 8 + j * 2 + 1)]);
     EXPECT_NEAR(got[size_t(i)], best, 1e-5);
   }
+}
+
+TEST(HeavyReduce, MatmulIsStoredBeforeItsPool) {
+  // (16 x 96) @ (96 x 32), relu, max over pairs of columns: 96 terms per product under a 2-term max
+  std::vector<float> ha = randv(16 * 96, 8, -1, 1), hb = randv(96 * 32, 9, -1, 1);
+  auto y = [&] { return Tensor::from_vector(ha, {16, 96}).matmul(Tensor::from_vector(hb, {96, 32})).relu().reshape({16, 16, 2}).max(2); };
+  for (int64_t simd : {0, 1}) {
+    Context c({{"SIMD", simd}});
+    Kernels k = kernels_of(y());
+    EXPECT_EQ(k.nested, simd ? 0 : 1) << "SIMD=" << simd << ": the matmul " << (simd ? "stored first" : "fused into the max, as tinygrad");
+    EXPECT_EQ(k.reducing, simd ? 2 : 1) << "SIMD=" << simd;
+    std::vector<float> got = y().to_vector<float>();
+    for (int64_t i = 0; i < 16; i++)
+      for (int64_t j = 0; j < 16; j++) {
+        double best = -1e30;
+        for (int64_t d = 0; d < 2; d++) {
+          double s = 0;
+          for (int64_t t = 0; t < 96; t++) s += double(ha[size_t(i * 96 + t)]) * hb[size_t(t * 32 + 2 * j + d)];
+          best = std::max(best, std::max(s, 0.0));
+        }
+        ASSERT_NEAR(got[size_t(i * 16 + j)], best, 1e-4) << "SIMD=" << simd << " " << i << " " << j;
+      }
+  }
+}
+
+TEST(HeavyReduce, ConvBiasAndReluRunAfterTheConvKernel) {
+  // SIMD=1: the convolution's kernel reads the input and the weights only; the bias and relu follow in another kernel
+  Case c;
+  std::vector<float> hb = randv(CO, 10, -0.5f, 0.5f);
+  auto y = [&] { return Tensor::from_vector(c.x, {N, CI, HW, HW}).conv2d(Tensor::from_vector(c.w, {CO, CI, K, K}), Tensor::from_vector(hb)).relu(); };
+  Context simd({{"SIMD", 1}});
+  int conv_kernels = 0;
+  for (auto& call : schedule_linear({y()}).src()) {
+    if (call.src(0).op() != Ops::SINK) continue;
+    int bufs = 0;
+    bool reduces = false;
+    for (auto& u : call.src(0).toposort()) bufs += u.op() == Ops::PARAM, reduces |= u.op() == Ops::REDUCE;
+    if (!reduces) continue;
+    conv_kernels++;
+    EXPECT_EQ(bufs, 3) << "output, input, weights: no bias in the convolution's kernel";
+  }
+  EXPECT_EQ(conv_kernels, 1);
+  std::vector<float> got = y().to_vector<float>();
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t o = 0; o < CO; o++)
+      for (int64_t oy = 0; oy < O; oy++)
+        for (int64_t ox = 0; ox < O; ox++) {
+          double s = hb[size_t(o)];
+          for (int64_t i = 0; i < CI; i++)
+            for (int64_t ky = 0; ky < K; ky++)
+              for (int64_t kx = 0; kx < K; kx++) s += double(c.x[size_t(((n * CI + i) * HW + oy + ky) * HW + ox + kx)]) * c.w[size_t(((o * CI + i) * K + ky) * K + kx)];
+          ASSERT_NEAR(got[size_t(((n * CO + o) * O + oy) * O + ox)], std::max(s, 0.0), 1e-4);
+        }
 }
