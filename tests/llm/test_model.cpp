@@ -136,7 +136,9 @@ TEST(LlmModel, DecodeCompilesOnce) {
     int64_t before = tg::engine_stats().programs_built;
     std::vector<float> l = m.logits(std::span(PROMPT).subspan(i, 1), int64_t(i), true);
     int64_t built = tg::engine_stats().programs_built - before;
-    if (i > 0) EXPECT_EQ(built, 0) << "position " << i;
+    if (i > 0) {
+      EXPECT_EQ(built, 0) << "position " << i;
+    }
     all.insert(all.end(), l.begin(), l.end());
   }
   expect_logprobs(all, m.config().vocab_size, oracle("llama", PROMPT));
