@@ -9,7 +9,7 @@
 // falls back to Prescott's SSE3 ones, a third of an AVX-512 host's speed: OPENBLAS_CORETYPE=SkylakeX picks them by hand.
 //
 //   build/bench/gemm            every case
-//   build/bench/gemm 512 1024   square sizes only
+//   build/bench/gemm 512 1024   these square sizes, then the other cases
 //   OPENBLAS_CORETYPE=SkylakeX build/bench/gemm   against OpenBLAS's AVX-512 kernels
 #include <algorithm>
 #include <chrono>
@@ -96,13 +96,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) sizes.push_back(std::atoll(argv[i]));
   if (sizes.empty()) sizes = {256, 512, 1024, 2048, 4096};
   for (int64_t n : sizes) cases.push_back({"sgemm " + std::to_string(n), 1, n, n, n});
-  if (argc == 1) {
-    cases.push_back({"4096x4096x64", 1, 4096, 4096, 64});
-    cases.push_back({"64x4096x4096", 1, 64, 4096, 4096});
-    cases.push_back({"A^T 1024", 1, 1024, 1024, 1024, true, false});
-    cases.push_back({"B^T 1024", 1, 1024, 1024, 1024, false, true});
-    cases.push_back({"batched 16x256", 16, 256, 256, 256});
-  }
+  cases.push_back({"4096x4096x64", 1, 4096, 4096, 64});
+  cases.push_back({"64x4096x4096", 1, 64, 4096, 4096});
+  cases.push_back({"A^T 1024", 1, 1024, 1024, 1024, true, false});
+  cases.push_back({"B^T 1024", 1, 1024, 1024, 1024, false, true});
+  cases.push_back({"batched 16x256", 16, 256, 256, 256});
   std::printf("threads %d (tinygrad.cpp NUM_CPU_THREADS and openblas), openblas core %s, shapes MxNxK\n", threads, openblas_get_corename());
   bool ok = true;
   for (auto& c : cases) ok &= run(c);

@@ -182,3 +182,36 @@ TEST(Matvec, ValuesMatchAPlainLoop) {
     }
   }
 }
+
+// Copies whose input and output strides disagree (a transpose, the packed GEMM's B panels, from B and from B^T): exact
+// values against a hand loop at both vector widths, and the heuristic's tile on them: the inner block reads the input
+// along its stored order, a whole cache line (16 floats) or more per step
+TEST(Simd, TransposingCopiesMatchAHandLoop) {
+  for (int64_t w : {8, 16}) {
+    // (160, 128) out of (128, 160): w lanes along the output's rows, 16 of the input's (one cache line each)
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({128, 160}).transpose(0, 1).contiguous()), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(16))}));
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    int64_t p = 2 * w;
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{128, 160}, {96, 200}, {48, 40}, {7, 33}}) {  // (r, c) stored, read as (c, r)
+      auto v = randv(size_t(r * c), 11);
+      auto got = Tensor::from_vector(v, {r, c}).transpose(0, 1).contiguous().to_vector<float>();
+      for (int64_t i = 0; i < c; i++)
+        for (int64_t j = 0; j < r; j++) ASSERT_EQ(got[size_t(i * r + j)], v[size_t(j * c + i)]) << w << " " << r << "x" << c << " at " << i << "," << j;
+    }
+    for (bool bt : {false, true}) {  // B (K x N), stored as is or as N x K, to panels (N/P, K, P)
+      int64_t kk = 128, n = 4 * p;
+      auto v = randv(size_t(kk * n), 12);
+      Tensor b = bt ? Tensor::from_vector(v, {n, kk}).transpose(0, 1) : Tensor::from_vector(v, {kk, n});
+      auto got = b.reshape({kk, n / p, p}).permute({1, 0, 2}).contiguous().to_vector<float>();
+      for (int64_t q = 0; q < n / p; q++)
+        for (int64_t l = 0; l < kk; l++)
+          for (int64_t e = 0; e < p; e++) {
+            int64_t col = q * p + e;
+            ASSERT_EQ(got[size_t((q * kk + l) * p + e)], v[size_t(bt ? col * kk + l : l * n + col)]) << w << " B^T " << bt << " at " << q << "," << l << "," << e;
+          }
+    }
+  }
+}

@@ -392,6 +392,46 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
   }
   return false;
 }
+
+// CPU copies whose input is stored in another order than the output (a transpose, the packed GEMM's B panels): in the
+// output's order each step reads a few elements from a row far from the last one (B's rows 16 KiB apart at N=4096: a
+// new page per step, 1-2 GB/s). Vector lanes on the output's contiguous axis, then the input's next stored axis as
+// rows of the tile, so each step reads whole cache lines (up to 1 KiB) in the input's order and writes a few streams
+bool copy_tile(Scheduler& k) {
+  if (k.ren.has_local || k.ren.vector_width == 0 || !k.reduceops().empty() || k.upcasted()) return false;
+  std::optional<UOp> st, ld;
+  for (auto& u : k.ast.toposort())
+    if (u.op() == STORE) {
+      if (st || (u.src(1).op() != LOAD && u.src(1).op() != INDEX)) return false;
+      st = u;
+    }
+  if (!st) return false;
+  for (auto& b : k.bufs()) if (b != st->src(0)) { if (ld) return false; ld = b; }
+  if (!ld || (st->src(1).op() == LOAD ? st->src(1).src(0) : st->src(1)) != *ld) return false;
+  UOp oidx = st->src(0).src(1).get_idx(), iidx = ld->src(1).get_idx();
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  std::optional<int64_t> oa;
+  for (auto a : k.upcastable_dims()) if (stride_in(oidx, rs[a]) == 1) oa = a;
+  if (!oa || prod(fs) < (int64_t(1) << 14)) return false;
+  int64_t item = st->src(1).dtype().itemsize(), run = stride_in(iidx, rs[*oa]) == 1 ? fs[*oa] : 1;
+  for (auto a : k.upcastable_dims()) {
+    if (a == *oa || stride_in(iidx, rs[a]) != run || (run > 1 && stride_in(oidx, rs[a]) == run)) continue;
+    int64_t lanes = 0, t = 0;
+    for (int64_t l : {k.ren.vector_width, int64_t(8), int64_t(4)}) if (!lanes && fs[*oa] % l == 0) lanes = l;
+    for (int64_t x : {16, 8, 4, 2}) if (!t && fs[a] % x == 0 && run * x * item <= 1024) t = x;
+    if (!lanes || !t) return false;
+    try {
+      Scheduler c = k;
+      c.apply_opt(Opt{OptOps::UPCAST, *oa, Arg(lanes)});  // first: innermost
+      auto now = c.rngs();
+      c.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rs[a]) - now.begin()), Arg(t)});
+      k = c;
+      return true;
+    } catch (const KernelOptError&) { return false; }
+  }
+  return false;
+}
 }  // namespace
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
@@ -448,6 +488,11 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
     }
   }
   for (auto it = to_upcast.rbegin(); it != to_upcast.rend(); ++it) k.apply_opt(Opt{OptOps::UPCAST, *it, Arg(int64_t(0))});
+
+  if (copy_tile(k)) {
+    apply_threads(k);
+    return k;
+  }
 
   // (a small kernel gets a small tile, 8 lanes by 4 rows: it runs in microseconds, and a big one costs its codegen
   // more than that)
