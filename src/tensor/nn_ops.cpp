@@ -244,15 +244,18 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
   // SIMD=1: integer pixels times float weights are the float convolution of the pixels cast, as the product promotes
   Tensor x = simd_kernels() && !this->dtype().is_float() && weight.dtype().is_float() && !dtype ? cast(weight.dtype()) : *this;
-  Tensor ret = !x.dtype().is_float() || !weight.dtype().is_float()
-                   ? conv_windows(x, weight, a)
-                   : wrap(make_function(uop_of(conv_windows(stored_input(x.as_param(0)), channel_last(weight.as_param(1), 0), a)), {uop_of(x), uop_of(weight)}, conv_call_info(a))
-                              .gettuple(0));
-  // SIMD=1: the convolution is stored as it is, and the bias and what follows (relu) run in the next kernel. Fused,
-  // that epilogue is rendered lane by lane on the output channels (NCHW's strided axis), and clang's SLP vectorizer
-  // then keeps the accumulators in a permuted lane order, with permutes in the inner loop: 3-6x slower than the
-  // plain kernel (bench/conv, "fbr" against "fwd"), where one more pass over the output costs a few percent
-  if (simd_kernels() && x.dtype().is_float() && weight.dtype().is_float()) ret = ret.contiguous();
+  // SIMD=1: the convolution is stored as it is (inside the function, so the stored value keeps its gradient after a
+  // realize), and the bias and what follows (relu) run in the next kernel. Fused, that epilogue is rendered lane by lane
+  // on the output channels (NCHW's strided axis), and clang's SLP vectorizer then keeps the accumulators in a permuted
+  // lane order, with permutes in the inner loop: 3-6x slower than the plain kernel (bench/conv, "fbr" against "fwd"),
+  // where one more pass over the output costs a few percent
+  Tensor ret;
+  if (!x.dtype().is_float() || !weight.dtype().is_float()) ret = conv_windows(x, weight, a);
+  else {
+    Tensor body = conv_windows(stored_input(x.as_param(0)), channel_last(weight.as_param(1), 0), a);
+    if (simd_kernels()) body = body.contiguous();
+    ret = wrap(make_function(uop_of(body), {uop_of(x), uop_of(weight)}, conv_call_info(a)).gettuple(0));
+  }
   if (!bias) return ret;
   Shape bs_{1, -1};
   bs_.resize(2 + n, 1);
