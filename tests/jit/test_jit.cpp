@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "support/error_of.h"
 #include "util/stats.h"
 #include "tg/context.h"
 #include "tg/jit.h"
@@ -27,14 +28,7 @@ void expect_near(const Vec& got, const Vec& want, float tol = 1e-4f) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], tol * std::max(1.f, std::fabs(want[i]))) << "at " << i;
 }
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no tg::Error>";
-}
+using tg::test::error_of;
 
 // runs fn through a fresh TinyJit and eagerly on the same inputs for `calls` calls; every output must be bit-equal
 void check_against_eager(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
