@@ -317,9 +317,16 @@ const PatternMatcher& pm_apply_rangeify() {
         auto it = ctx.range_map.find(x);
         if (it == ctx.range_map.end() || x.dtype() == dtypes::void_) return UOp();
         std::vector<UOp> srcs = create_bufferize_and_index_srcs(ctx, x);
-        UOp r0 = it->second.second[0], ret = srcs.back();
-        for (size_t k = srcs.size() - 1; k-- > 0;) ret = r0.eq(UOp::const_(int64_t(k))).where(srcs[k], ret);
-        return ret;
+        UOp r0 = it->second.second[0];
+        // tinygrad's chain of r0==k selects; past 32 sources a balanced tree of r0<mid selects, so a cat of thousands
+        // of pieces is log-deep (a linear chain overflows the stack of every recursive walk)
+        auto select = [&](auto& self, size_t lo, size_t hi) -> UOp {
+          if (hi - lo == 1) return srcs[lo];
+          if (srcs.size() <= 32) return r0.eq(UOp::const_(int64_t(lo))).where(srcs[lo], self(self, lo + 1, hi));
+          size_t mid = lo + (hi - lo) / 2;
+          return r0.alu(Ops::CMPLT, {UOp::const_(int64_t(mid))}).where(self(self, lo, mid), self(self, mid, hi));
+        };
+        return select(select, 0, srcs.size());
       },
       UPat::ops(GroupOp::All, "x") >> [](M m) { return create_bufferize_and_index_based_on_ranges(m.ctx<IndexingContext>(), m["x"]); },
       UPat::ops(GroupOp::Movement, "x") >> [](M m) {

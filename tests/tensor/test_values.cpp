@@ -197,6 +197,16 @@ TEST(TensorValues, ZeroPad) {
 TEST(TensorValues, CatUneven) {
   expect_close(F({0, 1, 2, 3, 4, 5}, {2, 3}).cat(F({6, 7, 8}, {1, 3})), {0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
+TEST(TensorValues, CatManyPieces) {  // past 32 equal pieces the stack selects through a balanced tree
+  for (int n : {33, 100, 3000}) {
+    Tensor all = Tensor::arange(float(2 * n)).reshape({n, 2}).contiguous().realize();
+    std::vector<Tensor> pieces;
+    for (int i = n; i-- > 0;) pieces.push_back(all[i]);  // reversed rows: row i lands at n-1-i
+    std::vector<float> want;
+    for (int i = n; i-- > 0;) want.insert(want.end(), {float(2 * i), float(2 * i + 1)});
+    expect_close(Tensor::cat(pieces, 0), want);
+  }
+}
 TEST(TensorValues, BatchMatmulEye) {
   expect_close(F({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}).matmul(Tensor::eye(2)), {1, 2, 3, 4, 5, 6, 7, 8});
 }
