@@ -1,7 +1,9 @@
 // SIMD=1 convolutions store their input and output inside their FUNCTION (nn_ops.cpp); inlined, a copy of a stored
 // value and a copy stored once more are dropped (rangeify.cpp, drop_double_copies): the forward of a realized input is
 // the weights' channel-last copy and the convolution, the input gradient the padded gradient, the flipped weights and
-// the convolution. Copies that do work stay. Settings pinned; values against double-precision loops.
+// the convolution. Copies that do work stay. And SIMD CPU kernels split a weight gradient at a quarter of
+// REDUCEOP_SPLIT_THRESHOLD, into parts of a quarter of 2**REDUCEOP_SPLIT_SIZE. Settings pinned; values against
+// double-precision loops.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -135,7 +137,7 @@ TEST(ConvWeightGradient, SimdCpuSplitsAtAQuarterOfTheThreshold) {
   };
   EXPECT_EQ(reduces({{"SIMD", 1}}), 2) << "split: the partial sums, then their sum";
   EXPECT_EQ(reduces({{"SIMD", 1}, {"REDUCEOP_SPLIT_THRESHOLD", 4 * 8192 + 4}}), 1) << "the threshold follows the setting";
-  EXPECT_EQ(reduces({{"SIMD", 1}, {"REDUCEOP_SPLIT_SIZE", 11}}), 1) << "2**11 elements hold fewer than 8 parts of 288 weights";
+  EXPECT_EQ(reduces({{"SIMD", 1}, {"REDUCEOP_SPLIT_SIZE", 13}}), 1) << "parts of 2**(13-2) elements hold fewer than 8 x 288 weights (2**13 would hold 28)";
   EXPECT_EQ(reduces({{"SIMD", 0}}), 1) << "tinygrad's kernels split at the whole threshold";
   Context simd({{"SIMD", 1}});
   std::vector<float> got = dw().to_vector<float>();
