@@ -5,7 +5,7 @@
 // libtorch's autograd calls) for each gradient on its own. Each side's best run, alternating (bench/anchor.h); values
 // compared, the run fails past 1e-4 relative (max |diff| / max |libtorch|). c1's input gradient is not part of training
 // (the images need none) and is listed for completeness. "fbr" is the forward with the model's epilogue, + bias and relu.
-//   build/bench/conv [batch=512] [case filter, e.g. c2]
+//   build/bench/conv [batch=512] [case filter, e.g. c2]; BENCH_CPU_TIME=1 NUM_CPU_THREADS=1: CPU time (bench/anchor.h)
 #include <string>
 
 #include "anchor.h"
@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
   std::string filter = argc > 2 ? argv[2] : "";
   if (bs < 1) return std::fprintf(stderr, "usage: conv [batch>=1] [case filter]\n"), 2;
   std::vector<Conv> convs{{"c1", 1, 32, 5, 28}, {"c2", 32, 32, 5, 24}, {"c3", 32, 64, 3, 10}, {"c4", 64, 64, 3, 8}};
-  std::printf("beautiful_mnist's convolutions, batch %lld, %d threads (tinygrad.cpp NUM_CPU_THREADS and libtorch); ratio = libtorch time / ours\n",
-              (long long)bs, threads());
+  std::printf("beautiful_mnist's convolutions, batch %lld, %d threads (tinygrad.cpp NUM_CPU_THREADS and libtorch), %s; ratio = libtorch time / ours\n",
+              (long long)bs, threads(), std::getenv("BENCH_CPU_TIME") ? "BENCH_CPU_TIME: process CPU time" : "wall clock");
   bool ok = true;
   for (auto& c : convs)
     for (std::string pass : {"fwd", "fbr", "dx", "dw"})

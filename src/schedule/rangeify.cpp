@@ -54,7 +54,11 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   if (rsize == 0) return UOp();
   const Shape& xs = x.shape();
   const Settings& st = settings();
-  if (!st.SPLIT_REDUCEOP || prod(xs) / rsize < st.REDUCEOP_SPLIT_THRESHOLD) return UOp();
+  // SIMD CPU kernels split at a quarter of the threshold into parts a quarter the size (fewer parts): beautiful_mnist's
+  // last weight gradients (c3, c4 in bench/conv: 32,768 and 18,432 terms per weight) run 10-15 % faster
+  std::string dev = reduce.device().value_or("");
+  int64_t quarter = simd_kernels() && (dev == "CPU" || dev.starts_with("CPU:")) ? 2 : 0;
+  if (!st.SPLIT_REDUCEOP || prod(xs) / rsize < st.REDUCEOP_SPLIT_THRESHOLD >> quarter) return UOp();
   // which axes of x are real (not expanded): index x with ranges, push the index through its movement ops
   std::vector<UOp> rngs;
   for (size_t i = 0; i < xs.size(); i++) rngs.push_back(xs[i] > 1 ? UOp::range(xs[i], int64_t(i)) : cint(0));
@@ -64,7 +68,7 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   int64_t naxes = reduce.arg().ints()[1];
   std::optional<std::pair<int64_t, int64_t>> split;
   for (int64_t i = 0; i < naxes && !split; i++)
-    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << st.REDUCEOP_SPLIT_SIZE) / rsize); d >= 8 && !split; d--)
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << std::max<int64_t>(st.REDUCEOP_SPLIT_SIZE - quarter, 0)) / rsize); d >= 8 && !split; d--)
       if (xs[i] % d == 0 && has(range_nums, i)) split = {i, d};
   if (!split) return UOp();
   auto [dim, divisor] = *split;
@@ -248,6 +252,30 @@ const PatternMatcher& earliest_rewrites() {
   return pm;
 }
 
+// SIMD=1 (nn_ops.cpp's conv2d): the convolution stores its input (stored_input) and its output inside its FUNCTION.
+// Inlined, that gives copies of a copy: the input of a convolution that is already stored (a realized tensor, the
+// padded gradient of the input-gradient convolution), and the output stored once more by the realize that wraps the
+// call. Each is a pass over the data for nothing (c2's forward: 4 kernels, 2 of them copies). A copy of a stored value
+// reads that value instead; a single-use copy that is stored reads its source (unless the source reads the target).
+UOp drop_double_copies(const UOp& sink) {
+  if (!simd_kernels()) return sink;
+  static const PatternMatcher copy_of_stored{U(CONTIGUOUS, {}, {V("x")}, {}, "c") >> [](M m) -> UOp {
+    UOp b = m["x"];
+    while (b.op() == RESHAPE) b = b.src(0);
+    return m["c"].tag().none() && (b.op() == CONTIGUOUS || b.has_buffer_identity(true)) ? m["x"] : UOp();
+  }};
+  static const PatternMatcher stored_copy{V("target").store(U(CONTIGUOUS, {}, {V("x")}, {}, "c")) >> [](M m) -> UOp {
+    const UOp &c = m["c"], &x = m["x"], &target = m["target"];
+    auto& uses = m.ctx<const std::unordered_map<UOp, int>>();
+    if (auto it = uses.find(c); !c.tag().none() || it == uses.end() || it->second != 1) return UOp();
+    return has(x.toposort(nullptr, false), target.base()) ? UOp() : target.store(x);
+  }};
+  UOp ret = graph_rewrite(sink, copy_of_stored);
+  std::unordered_map<UOp, int> uses;  // (after the first rewrite: it gives copies new users)
+  for (auto& u : ret.toposort()) for (auto& s : u.src()) uses[s]++;
+  return graph_rewrite(ret, stored_copy, &uses);
+}
+
 // ***** 2. copy to store *****
 
 namespace {
@@ -399,7 +427,7 @@ UOp get_kernel_graph(const UOp& sink) {
   bool dbg = settings().DEBUG_RANGEIFY > 0;
   auto show = [&](const char* pass, const UOp& g) { if (dbg) std::fprintf(stderr, "*** %s\n%s\n", pass, g.str().c_str()); };
   static const PatternMatcher earliest = pm_mops() + earliest_rewrites();
-  UOp tsink = graph_rewrite(sink, earliest, RewriteOpts{.bottom_up = true});
+  UOp tsink = drop_double_copies(graph_rewrite(sink, earliest, RewriteOpts{.bottom_up = true}));
   int64_t copy_slots = 0;
   tsink = graph_rewrite(tsink, pm_copy_to_store(), &copy_slots, true);
   show("copy to store", tsink);

@@ -123,6 +123,20 @@ TEST(ConformanceNN, Conv2d) {
                    [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 1, 0, tg::dtypes::float32); },
                    [](const AV& v) { return at::conv2d(v[0], v[1]); }});
   run_all(cases, "conv2d");
+  // SIMD=1 pinned (rangeify.cpp): the copies around the convolution's function dropped where the value is stored already
+  // (a realized input, the input gradient's padded gradient, the output's realize) and kept where they compute (relu(x),
+  // an output read twice); and a weight gradient of 8 x 32 x 32 = 8,192 terms per weight, which SIMD CPU kernels split
+  tg::Context simd({{"SIMD", 1}, {"SPLIT_REDUCEOP", 1}});
+  run_all({{"conv2d simd stored input", {F({2, 3, 9, 9}), F({8, 3, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+            [](const AV& v) { return at::conv2d(v[0], v[1]); }},
+           {"conv2d simd relu input, output read twice", {F({2, 3, 9, 9}), F({8, 3, 3, 3}, 2, -1, 1), F({8}, 3)},
+            [](const TV& v) { tg::Tensor y = v[0].relu().conv2d(v[1], v[2]); return y * y.relu(); },
+            [](const AV& v) { at::Tensor y = at::conv2d(v[0].relu(), v[1], v[2]); return y * y.relu(); }},
+           {"conv2d simd stride2 pad1", {F({2, 4, 10, 10}), F({6, 4, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 2, 1, 1); },
+            [](const AV& v) { return at::conv2d(v[0], v[1], {}, 2, 1); }},
+           {"conv2d simd split weight gradient", {F({8, 4, 34, 34}), F({8, 4, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+            [](const AV& v) { return at::conv2d(v[0], v[1]); }, true, false, {1e-4, 1e-5}, {1e-4, 1e-3}}},
+          "conv2d SIMD=1");
 }
 
 TEST(ConformanceNN, ConvTranspose2d) {
