@@ -288,7 +288,8 @@ void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std:
   std::vector<std::vector<size_t>> batches;
   size_t n_heavy = 0;
   for (const std::vector<size_t>* kind : {&heavy, &light}) {
-    size_t nb = kind->empty() ? 0 : std::max(std::min(threads, kind->size()), (kind->size() + per - 1) / per);
+    // a whole number of rounds of the compile threads (3 batches on 2 threads would take two rounds of 1/3 each)
+    size_t nb = kind->empty() ? 0 : std::min(kind->size(), ((kind->size() + per - 1) / per + threads - 1) / threads * threads);
     for (auto& b : split_batches(ks, *kind, nb, per)) batches.push_back(std::move(b));
     if (kind == &heavy) n_heavy = batches.size();
   }
