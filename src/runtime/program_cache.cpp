@@ -83,8 +83,9 @@ struct UpgradeJob {
 
 constinit thread_local bool upgrade_thread = false;
 
-// one background thread at a lower priority (its compiler processes inherit it), jobs in order; at exit the queue is
-// compiled to its end first, so a short program still leaves every optimized binary in the disk cache
+// one background thread at a lower priority (its compiler processes inherit it), jobs (of at most COMPILE_BATCH kernels)
+// in order; at exit the queue is compiled to its end first, so a short program still leaves every optimized binary in
+// the disk cache
 class Upgrader {
  public:
   static Upgrader& get() {
@@ -92,7 +93,11 @@ class Upgrader {
     return *u;
   }
   void push(UpgradeJob job) {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
+    if (stop_) {  // queued while the process exits (from a static destructor): done here and now
+      lk.unlock();
+      return run(job);
+    }
     if (!thread_.joinable()) {
       pid_ = getpid();
       thread_ = std::thread([this] { loop(); });
@@ -111,12 +116,19 @@ class Upgrader {
  private:
   void finish() {
     if (getpid() != pid_) return;  // a forked child has no such thread
+    std::deque<UpgradeJob> left;
     {
       std::lock_guard lk(mu_);
       stop_ = true;
+      left.swap(jobs_);
     }
     cv_.notify_all();
+    // the jobs not started yet run here, at this thread's priority: a busy machine may starve the background one
+    for (UpgradeJob& job : left) run(job);
     thread_.join();
+    std::lock_guard lk(mu_);
+    pending_ -= left.size();
+    idle_.notify_all();
   }
   void loop() {
     upgrade_thread = true;
@@ -141,28 +153,23 @@ class Upgrader {
     Device& dev = *job.dev;
     // a cache whose folder is gone (a test's temporary one) is not created again
     bool store = !job.ck.empty() && std::filesystem::exists(std::filesystem::path(cachedb_path()).parent_path());
-    size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH));
-    for (size_t at = 0; at < job.ks.size(); at += per) {
-      std::vector<size_t> members;
-      std::vector<KernelSource> part;
-      std::vector<std::string> names;
-      for (size_t i = at; i < std::min(job.ks.size(), at + per); i++)
-        members.push_back(i), part.push_back(job.ks[i]), names.push_back(batch_symbol(i - at, job.ks[i].entry));
-      try {
-        std::optional<std::string> bin = dev.compile_batch(part);
-        if (!bin) throw Error("not compiled as a batch");
-        auto progs = dev.load_many(names, *bin);
-        for (size_t j = 0; j < members.size(); j++) job.upgrades[members[j]](std::move(progs[j])), upgraded++;
-        if (store) store_batch(job.keys, members, names, *bin);
-      } catch (const Error&) {
-        for (size_t i : members) {  // one kernel at a time; one that fails keeps its quick code
-          try {
-            std::string bin = dev.compile(job.ks[i].src);
-            job.upgrades[i](dev.load(job.ks[i].entry, bin));
-            upgraded++;
-            if (store) diskcache_put("compile", job.keys[i], bin);
-          } catch (const Error&) {}
-        }
+    std::vector<size_t> members;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < job.ks.size(); i++) members.push_back(i), names.push_back(batch_symbol(i, job.ks[i].entry));
+    try {
+      std::optional<std::string> bin = dev.compile_batch(job.ks);
+      if (!bin) throw Error("not compiled as a batch");
+      auto progs = dev.load_many(names, *bin);
+      for (size_t i : members) job.upgrades[i](std::move(progs[i])), upgraded++;
+      if (store) store_batch(job.keys, members, names, *bin);
+    } catch (const Error&) {
+      for (size_t i : members) {  // one kernel at a time; one that fails keeps its quick code
+        try {
+          std::string bin = dev.compile(job.ks[i].src);
+          job.upgrades[i](dev.load(job.ks[i].entry, bin));
+          upgraded++;
+          if (store) diskcache_put("compile", job.keys[i], bin);
+        } catch (const Error&) {}
       }
     }
   }
@@ -178,9 +185,15 @@ class Upgrader {
 
 void queue_upgrades(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys,
                     const std::vector<size_t>& quick, const std::vector<std::unique_ptr<Program>>& out) {
-  UpgradeJob job{&dev, &settings(), dev.compiler_key(), {}, {}, {}};
-  for (size_t i : quick) job.ks.push_back(ks[i]), job.keys.push_back(keys[i]), job.upgrades.push_back(out[i]->upgrader());
-  Upgrader::get().push(std::move(job));
+  size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH));
+  for (size_t at = 0; at < quick.size(); at += per) {
+    UpgradeJob job{&dev, &settings(), dev.compiler_key(), {}, {}, {}};
+    for (size_t j = at; j < std::min(quick.size(), at + per); j++) {
+      size_t i = quick[j];
+      job.ks.push_back(ks[i]), job.keys.push_back(keys[i]), job.upgrades.push_back(out[i]->upgrader());
+    }
+    Upgrader::get().push(std::move(job));
+  }
 }
 
 }  // namespace
