@@ -56,7 +56,7 @@ class Program {
 struct KernelSource {
   std::string entry, src;
   std::vector<std::string> globals;
-  double ops = -1;  // its FLOPs where known (the engine's estimate): TIERED_COMPILE starts the light ones unoptimized
+  double ops = -1, mem = 0;  // its FLOPs and bytes moved where known (the engine's estimates; TIERED_COMPILE)
 };
 // the name `name` of the i-th kernel of a batch gets in the batch's binary
 inline std::string batch_symbol(size_t i, const std::string& name) { return "tgb" + std::to_string(i) + "_" + name; }
@@ -107,7 +107,7 @@ class Device {
   // load_cached for many kernels at once: disk cache hits are loaded, the misses compiled in batches of at most
   // COMPILE_BATCH kernels, the batches in parallel where the device allows. A batch that fails is compiled again one
   // kernel at a time, so one bad kernel loses only itself: its slot is nullptr (load_cached on it gives the error).
-  // TIERED_COMPILE: the misses with ks[i].ops under tiered_ops are compiled quick (compile_batch(.., true)), loaded
+  // TIERED_COMPILE: the misses that are light (tiered_light) are compiled quick (compile_batch(.., true)), loaded
   // and returned at once, and queued for an optimized compile in the background that upgrades them in place and
   // stores its binaries in the disk cache (the quick ones never are): runtime/program_cache.h
   std::vector<std::unique_ptr<Program>> load_cached_batch(const std::vector<KernelSource>& ks);

@@ -201,6 +201,9 @@ void queue_upgrades(Device& dev, const std::vector<KernelSource>& ks, const std:
 void wait_tiered_compiles() { Upgrader::get().wait(); }
 uint64_t tiered_upgrades() { return Upgrader::get().upgraded.load(); }
 bool on_upgrade_thread() { return upgrade_thread; }
+bool tiered_light(const KernelSource& k) {
+  return settings().TIERED_COMPILE && k.ops >= 0 && k.ops + 2 * k.mem < tiered_work_per_byte * double(k.src.size());
+}
 
 std::optional<std::string> Device::compile_batch(const std::vector<KernelSource>&, bool) { return std::nullopt; }
 
@@ -285,7 +288,7 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vecto
   }
   std::sort(miss.begin(), miss.end());
   std::vector<size_t> heavy, light, quick;
-  for (size_t i : miss) (settings().TIERED_COMPILE && ks[i].ops >= 0 && ks[i].ops < tiered_ops ? light : heavy).push_back(i);
+  for (size_t i : miss) (tiered_light(ks[i]) ? light : heavy).push_back(i);
   compile_misses(*this, ks, keys, ck, heavy, light, out, quick);
   if (!quick.empty()) queue_upgrades(*this, ks, keys, quick, out);
   return out;
