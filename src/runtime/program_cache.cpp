@@ -96,7 +96,7 @@ class Upgrader {
     std::unique_lock lk(mu_);
     if (stop_) {  // queued while the process exits (from a static destructor): done here and now
       lk.unlock();
-      return run(job);
+      return run_safely(job);
     }
     if (!thread_.joinable()) {
       pid_ = getpid();
@@ -124,7 +124,7 @@ class Upgrader {
     }
     cv_.notify_all();
     // the jobs not started yet run here, at this thread's priority: a busy machine may starve the background one
-    for (UpgradeJob& job : left) run(job);
+    for (UpgradeJob& job : left) run_safely(job);
     thread_.join();
     std::lock_guard lk(mu_);
     pending_ -= left.size();
@@ -142,17 +142,23 @@ class Upgrader {
       UpgradeJob job = std::move(jobs_.front());
       jobs_.pop_front();
       lk.unlock();
-      run(job);
+      run_safely(job);
       lk.lock();
       pending_--;
       idle_.notify_all();
     }
   }
+  void run_safely(UpgradeJob& job) {
+    try {
+      run(job);
+    } catch (...) {}  // whatever went wrong, the programs keep their quick code
+  }
   void run(UpgradeJob& job) {
     PinSettings pin(*job.settings);
     Device& dev = *job.dev;
     // a cache whose folder is gone (a test's temporary one) is not created again
-    bool store = !job.ck.empty() && std::filesystem::exists(std::filesystem::path(cachedb_path()).parent_path());
+    std::error_code ec;
+    bool store = !job.ck.empty() && std::filesystem::exists(std::filesystem::path(cachedb_path()).parent_path(), ec);
     std::vector<size_t> members;
     std::vector<std::string> names;
     for (size_t i = 0; i < job.ks.size(); i++) members.push_back(i), names.push_back(batch_symbol(i, job.ks[i].entry));
