@@ -132,7 +132,7 @@ void prepare_programs(const UOp& linear) {
     for (const UOp& ast : asts) {
       try {
         auto spec = lower(dev, ast);
-        ks.push_back({spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}});
+        ks.push_back({spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}, spec->ops, spec->mem});
         ls.push_back({spec, nullptr});
         ok.push_back(ast);
       } catch (const Error&) {}

@@ -1,11 +1,13 @@
 #include "runtime/clang.h"
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include "runtime/program_cache.h"
 #include "tg/error.h"
 #include "util/settings.h"
 #include "util/process.h"
@@ -28,13 +30,18 @@ std::string clang_path() {
   return override_path().empty() ? "clang" : override_path();
 }
 
-const std::vector<std::string>& clang_flags() {
+const std::vector<std::string>& clang_flags(bool quick) {
   // -ffreestanding/-nostdlib: kernels use only builtins; -fno-math-errno lets __builtin_sqrtf become one instruction;
   // -fno-unroll-loops: the kernels come unrolled as far as their opts ask, clang's unroller only made compiles ~15%
   // slower (docs/benchmarks.md, the cold first step), the steady step and GEMM no faster
   static const std::vector<std::string> flags{"-shared", "-O2", "-march=native", "-fPIC", "-ffreestanding",
                                               "-fno-math-errno", "-fno-unroll-loops", "-nostdlib", "-fno-ident", "-x", "c"};
-  return flags;
+  static const std::vector<std::string> quick_flags = [] {
+    std::vector<std::string> f = flags;
+    *std::find(f.begin(), f.end(), "-O2") = "-O0";
+    return f;
+  }();
+  return quick ? quick_flags : flags;
 }
 
 static Error not_found(const std::string& cc) {
@@ -76,12 +83,12 @@ static std::string read_file(const std::filesystem::path& p) {
 
 std::string clang_compile(const std::string& src) { return clang_compile(std::vector<std::string>{src}); }
 
-std::string clang_compile(const std::vector<std::string>& srcs) {
+std::string clang_compile(const std::vector<std::string>& srcs, bool quick) {
   std::string cc = clang_path();
   TempDir dir;
   auto out_path = dir.path() / "kernel.so";
   std::vector<std::string> argv{cc};
-  argv.insert(argv.end(), clang_flags().begin(), clang_flags().end());
+  argv.insert(argv.end(), clang_flags(quick).begin(), clang_flags(quick).end());
   for (size_t i = 0; i < srcs.size(); i++) {
     auto src_path = dir.path() / ("kernel" + std::to_string(i) + ".c");
     std::ofstream f(src_path, std::ios::binary);
@@ -90,7 +97,7 @@ std::string clang_compile(const std::vector<std::string>& srcs) {
     argv.push_back(src_path.string());
   }
   argv.insert(argv.end(), {"-o", out_path.string()});
-  invocations++;
+  if (!on_upgrade_thread()) invocations++;
   ProcessResult r = run_process(argv);
   if (!r.started) throw not_found(cc);
   std::string what = srcs.size() == 1 ? "a kernel" : "a batch of " + std::to_string(srcs.size()) + " kernels";

@@ -42,24 +42,45 @@ bool typedefs_agree(const std::vector<KernelSource>& ks) {
 
 using KernelFn = void (*)(void* const*, const long long*, int);
 
+// the code a program runs: swapped by a TIERED_COMPILE upgrade, every library it ever ran from kept loaded (a launch
+// may still be inside the old code when the new pointer is stored)
+struct CpuCode {
+  std::atomic<KernelFn> fn;
+  std::mutex mu;
+  std::vector<std::shared_ptr<void>> libs;  // the loaded libraries, shared by the kernels of one batch
+};
+
 class CpuProgram : public Program {
  public:
   CpuProgram(std::string name, std::shared_ptr<void> handle, KernelFn fn, ThreadPool& pool)
-      : Program(std::move(name)), handle_(std::move(handle)), fn_(fn), pool_(pool) {}
+      : Program(std::move(name)), code_(std::make_shared<CpuCode>()), pool_(pool) {
+    code_->fn.store(fn);
+    code_->libs.push_back(std::move(handle));
+  }
 
   double launch(std::span<void* const> bufs, std::span<const int64_t> vars, const LaunchDims& dims, bool timed) override {
     static_assert(sizeof(long long) == sizeof(int64_t));
     auto vp = reinterpret_cast<const long long*>(vars.data());
+    KernelFn fn = code_->fn.load(std::memory_order_acquire);
     auto st = std::chrono::steady_clock::now();
     int n = dims.global[0];
-    if (n <= 1) fn_(bufs.data(), vp, 0);
-    else pool_.run(n, [&](int core) { fn_(bufs.data(), vp, core); });
+    if (n <= 1) fn(bufs.data(), vp, 0);
+    else pool_.run(n, [&](int core) { fn(bufs.data(), vp, core); });
     return timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count() : 0.0;
   }
 
+  Upgrade upgrader() override {
+    return [code = code_](std::unique_ptr<Program> better) {
+      auto* b = dynamic_cast<CpuProgram*>(better.get());
+      if (!b) throw Error("a CPU program can only be upgraded to another CPU program");
+      std::scoped_lock lk(code->mu, b->code_->mu);
+      code->libs.insert(code->libs.end(), b->code_->libs.begin(), b->code_->libs.end());
+      code->fn.store(b->code_->fn.load(), std::memory_order_release);
+    };
+  }
+
  private:
-  std::shared_ptr<void> handle_;  // the loaded library, shared by the kernels of one batch
-  KernelFn fn_;
+  std::shared_ptr<CpuCode> code_;
   ThreadPool& pool_;
 };
 
@@ -93,17 +114,17 @@ class CpuDevice : public Device {
   // each source's global names renamed by #defines around it; all sources in one translation unit, as clang spends
   // about as long setting up a unit as compiling a small kernel. Sources whose typedefs disagree (one name, two types)
   // cannot share one: then each is a unit of its own, still in one clang invocation
-  std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks) override {
+  std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks, bool quick) override {
     std::vector<std::string> srcs;
     for (size_t i = 0; i < ks.size(); i++) {
       std::string defs, undefs;
       for (const std::string& g : ks[i].globals) defs += "#define " + g + " " + batch_symbol(i, g) + "\n", undefs += "#undef " + g + "\n";
       srcs.push_back(defs + ks[i].src + (ks[i].src.ends_with('\n') ? "" : "\n") + undefs);
     }
-    if (!typedefs_agree(ks)) return clang_compile(srcs);
+    if (!typedefs_agree(ks)) return clang_compile(srcs, quick);
     std::string unit;
     for (const std::string& s : srcs) unit += s;
-    return clang_compile(unit);
+    return clang_compile(std::vector<std::string>{unit}, quick);
   }
   bool compiles_in_parallel() const override { return true; }
 

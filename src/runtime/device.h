@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -40,6 +41,11 @@ class Program {
   virtual double launch(std::span<void* const> bufs, std::span<const int64_t> vars, const LaunchDims& dims = {},
                         bool timed = false) = 0;
   const std::string& name() const { return name_; }
+  // TIERED_COMPILE: a function that, called later (from any thread, after this program may be gone), makes this
+  // program's launches run the code of `better` (the same kernel compiled with optimization); nullptr where the
+  // device cannot swap code under a loaded program (the default)
+  using Upgrade = std::function<void(std::unique_ptr<Program> better)>;
+  virtual Upgrade upgrader() { return nullptr; }
 
  protected:
   explicit Program(std::string name) : name_(std::move(name)) {}
@@ -50,6 +56,7 @@ class Program {
 struct KernelSource {
   std::string entry, src;
   std::vector<std::string> globals;
+  double ops = -1, mem = 0;  // its FLOPs and bytes moved where known (the engine's estimates; TIERED_COMPILE)
 };
 // the name `name` of the i-th kernel of a batch gets in the batch's binary
 inline std::string batch_symbol(size_t i, const std::string& name) { return "tgb" + std::to_string(i) + "_" + name; }
@@ -83,8 +90,10 @@ class Device {
 
   // ** batch compile (COMPILE_BATCH): several kernels from one compiler invocation **
   // the sources as one binary, every name in ks[i].globals exported as batch_symbol(i, name); std::nullopt when this
-  // device compiles one source at a time (the default). Throws tg::Error when any source fails to compile
-  virtual std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks);
+  // device compiles one source at a time (the default). Throws tg::Error when any source fails to compile.
+  // quick: unoptimized, built fast (TIERED_COMPILE), even for one source; std::nullopt where the device has no such
+  // build or its programs have no upgrader()
+  virtual std::optional<std::string> compile_batch(const std::vector<KernelSource>& ks, bool quick = false);
   // binary -> one program per name (the CPU device loads the binary once for all of them)
   virtual std::vector<std::unique_ptr<Program>> load_many(const std::vector<std::string>& names, const std::string& binary);
   // whether compile() and compile_batch() may run on several threads at once
@@ -97,7 +106,10 @@ class Device {
   std::unique_ptr<Program> load_cached(const std::string& entry, const std::string& src);
   // load_cached for many kernels at once: disk cache hits are loaded, the misses compiled in batches of at most
   // COMPILE_BATCH kernels, the batches in parallel where the device allows. A batch that fails is compiled again one
-  // kernel at a time, so one bad kernel loses only itself: its slot is nullptr (load_cached on it gives the error)
+  // kernel at a time, so one bad kernel loses only itself: its slot is nullptr (load_cached on it gives the error).
+  // TIERED_COMPILE: the misses that are light (tiered_light) are compiled quick (compile_batch(.., true)), loaded
+  // and returned at once, and queued for an optimized compile in the background that upgrades them in place and
+  // stores its binaries in the disk cache (the quick ones never are): runtime/program_cache.h
   std::vector<std::unique_ptr<Program>> load_cached_batch(const std::vector<KernelSource>& ks);
 
  protected:

@@ -1,7 +1,16 @@
 #include "runtime/program_cache.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "runtime/device.h"
@@ -50,9 +59,159 @@ std::vector<std::vector<size_t>> split_batches(const std::vector<KernelSource>& 
   return batches;
 }
 
+// a batch's binary stored once, and a row per kernel pointing into it
+void store_batch(const std::vector<std::string>& keys, const std::vector<size_t>& members, const std::vector<std::string>& names,
+                 const std::string& bin) {
+  Sha256 h;
+  for (size_t i : members) h.update(keys[i]);
+  std::string bkey = to_hex(h.digest());
+  diskcache_put("compile_batch", bkey, bin);
+  for (size_t j = 0; j < members.size(); j++) diskcache_put("compile", keys[members[j]], std::string(batch_magic) + bkey + "\n" + names[j]);
+}
+
+// ** TIERED_COMPILE's background upgrades **
+
+// quick-compiled kernels of one load_cached_batch, to compile again with optimization under the settings they came with
+struct UpgradeJob {
+  Device* dev;
+  const Settings* settings;
+  std::string ck;
+  std::vector<KernelSource> ks;
+  std::vector<std::string> keys;
+  std::vector<Program::Upgrade> upgrades;
+};
+
+constinit thread_local bool upgrade_thread = false;
+
+// one background thread at a lower priority (its compiler processes inherit it), jobs (of at most COMPILE_BATCH kernels)
+// in order; at exit the queue is compiled to its end first, so a short program still leaves every optimized binary in
+// the disk cache
+class Upgrader {
+ public:
+  static Upgrader& get() {
+    static auto* u = new Upgrader();  // never destroyed: the exit handler joins its thread
+    return *u;
+  }
+  void push(UpgradeJob job) {
+    std::unique_lock lk(mu_);
+    if (stop_) {  // queued while the process exits (from a static destructor): done here and now
+      lk.unlock();
+      return run_safely(job);
+    }
+    if (!thread_.joinable()) {
+      pid_ = getpid();
+      thread_ = std::thread([this] { loop(); });
+      std::atexit([] { get().finish(); });
+    }
+    jobs_.push_back(std::move(job));
+    pending_++;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lk(mu_);
+    idle_.wait(lk, [&] { return pending_ == 0; });
+  }
+  std::atomic<uint64_t> upgraded{0};
+
+ private:
+  void finish() {
+    if (getpid() != pid_) return;  // a forked child has no such thread
+    std::deque<UpgradeJob> left;
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+      left.swap(jobs_);
+    }
+    cv_.notify_all();
+    // the jobs not started yet run here, at this thread's priority: a busy machine may starve the background one
+    for (UpgradeJob& job : left) run_safely(job);
+    thread_.join();
+    std::lock_guard lk(mu_);
+    pending_ -= left.size();
+    idle_.notify_all();
+  }
+  void loop() {
+    upgrade_thread = true;
+#ifdef __linux__
+    setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10);  // per thread on Linux, and inherited by its children
+#endif
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      UpgradeJob job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lk.unlock();
+      run_safely(job);
+      lk.lock();
+      pending_--;
+      idle_.notify_all();
+    }
+  }
+  void run_safely(UpgradeJob& job) {
+    try {
+      run(job);
+    } catch (...) {}  // whatever went wrong, the programs keep their quick code
+  }
+  void run(UpgradeJob& job) {
+    PinSettings pin(*job.settings);
+    Device& dev = *job.dev;
+    // a cache whose folder is gone (a test's temporary one) is not created again
+    std::error_code ec;
+    bool store = !job.ck.empty() && std::filesystem::exists(std::filesystem::path(cachedb_path()).parent_path(), ec);
+    std::vector<size_t> members;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < job.ks.size(); i++) members.push_back(i), names.push_back(batch_symbol(i, job.ks[i].entry));
+    try {
+      std::optional<std::string> bin = dev.compile_batch(job.ks);
+      if (!bin) throw Error("not compiled as a batch");
+      auto progs = dev.load_many(names, *bin);
+      for (size_t i : members) job.upgrades[i](std::move(progs[i])), upgraded++;
+      if (store) store_batch(job.keys, members, names, *bin);
+    } catch (const Error&) {
+      for (size_t i : members) {  // one kernel at a time; one that fails keeps its quick code
+        try {
+          std::string bin = dev.compile(job.ks[i].src);
+          job.upgrades[i](dev.load(job.ks[i].entry, bin));
+          upgraded++;
+          if (store) diskcache_put("compile", job.keys[i], bin);
+        } catch (const Error&) {}
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, idle_;
+  std::deque<UpgradeJob> jobs_;
+  size_t pending_ = 0;  // queued or running
+  bool stop_ = false;
+  pid_t pid_ = 0;
+  std::thread thread_;
+};
+
+void queue_upgrades(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys,
+                    const std::vector<size_t>& quick, const std::vector<std::unique_ptr<Program>>& out) {
+  size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH));
+  for (size_t at = 0; at < quick.size(); at += per) {
+    UpgradeJob job{&dev, &settings(), dev.compiler_key(), {}, {}, {}};
+    for (size_t j = at; j < std::min(quick.size(), at + per); j++) {
+      size_t i = quick[j];
+      job.ks.push_back(ks[i]), job.keys.push_back(keys[i]), job.upgrades.push_back(out[i]->upgrader());
+    }
+    Upgrader::get().push(std::move(job));
+  }
+}
+
 }  // namespace
 
-std::optional<std::string> Device::compile_batch(const std::vector<KernelSource>&) { return std::nullopt; }
+void wait_tiered_compiles() { Upgrader::get().wait(); }
+uint64_t tiered_upgrades() { return Upgrader::get().upgraded.load(); }
+bool on_upgrade_thread() { return upgrade_thread; }
+bool tiered_light(const KernelSource& k) {
+  return settings().TIERED_COMPILE && k.ops >= 0 && k.ops + 2 * k.mem < tiered_work_per_byte * double(k.src.size());
+}
+
+std::optional<std::string> Device::compile_batch(const std::vector<KernelSource>&, bool) { return std::nullopt; }
 
 std::vector<std::unique_ptr<Program>> Device::load_many(const std::vector<std::string>& names, const std::string& binary) {
   std::vector<std::unique_ptr<Program>> out;
@@ -95,6 +254,14 @@ std::unique_ptr<Program> Device::load_cached(const std::string& entry, const std
   return prg;
 }
 
+namespace {
+// the misses of load_cached_batch compiled and loaded into out (a kernel that fails stays nullptr); quick ones are not
+// stored but returned in `quick` for their upgrade
+void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys, const std::string& ck,
+                    const std::vector<size_t>& miss, const std::vector<size_t>& light, std::vector<std::unique_ptr<Program>>& out,
+                    std::vector<size_t>& quick);
+}  // namespace
+
 std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vector<KernelSource>& ks) {
   std::vector<std::unique_ptr<Program>> out(ks.size());
   std::string ck = compiler_key();
@@ -126,22 +293,41 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vecto
     }
   }
   std::sort(miss.begin(), miss.end());
+  std::vector<size_t> heavy, light, quick;
+  for (size_t i : miss) (tiered_light(ks[i]) ? light : heavy).push_back(i);
+  compile_misses(*this, ks, keys, ck, heavy, light, out, quick);
+  if (!quick.empty()) queue_upgrades(*this, ks, keys, quick, out);
+  return out;
+}
 
-  // the misses in batches of at most COMPILE_BATCH kernels, at least one batch per compile thread
-  size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH)), threads = size_t(compiles_in_parallel() ? compile_pool().threads() : 1);
-  size_t nb = miss.empty() ? 0 : std::max(std::min(threads, miss.size()), (miss.size() + per - 1) / per);
-  std::vector<std::vector<size_t>> batches = split_batches(ks, miss, nb, per);
+namespace {
+void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys, const std::string& ck,
+                    const std::vector<size_t>& heavy, const std::vector<size_t>& light, std::vector<std::unique_ptr<Program>>& out,
+                    std::vector<size_t>& quick) {
+  // each kind in batches of at most COMPILE_BATCH kernels, at least one batch per compile thread; the heavy (slower)
+  // batches first. A heavy batch of one kernel is compiled as itself (compile), a light one is still a quick batch
+  size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH)), threads = size_t(dev.compiles_in_parallel() ? compile_pool().threads() : 1);
+  std::vector<std::vector<size_t>> batches;
+  size_t n_heavy = 0;
+  for (const std::vector<size_t>* kind : {&heavy, &light}) {
+    // a whole number of rounds of the compile threads (3 batches on 2 threads would take two rounds of 1/3 each)
+    size_t nb = kind->empty() ? 0 : std::min(kind->size(), ((kind->size() + per - 1) / per + threads - 1) / threads * threads);
+    for (auto& b : split_batches(ks, *kind, nb, per)) batches.push_back(std::move(b));
+    if (kind == &heavy) n_heavy = batches.size();
+  }
+  size_t nb = batches.size();
   std::vector<std::optional<std::string>> bins(nb);
   auto each = [&](size_t n, const std::function<void(int)>& fn) {
-    if (compiles_in_parallel() && n > 1) compile_pool().run(int(n), fn);
+    if (dev.compiles_in_parallel() && n > 1) compile_pool().run(int(n), fn);
     else for (size_t i = 0; i < n; i++) fn(int(i));
   };
   each(nb, [&](int b) {
-    if (batches[size_t(b)].size() < 2) return;
+    bool is_quick = size_t(b) >= n_heavy;
+    if (!is_quick && batches[size_t(b)].size() < 2) return;
     std::vector<KernelSource> part;
     for (size_t i : batches[size_t(b)]) part.push_back(ks[i]);
     try {
-      bins[size_t(b)] = compile_batch(part);
+      bins[size_t(b)] = dev.compile_batch(part, is_quick);
     } catch (const Error&) {}  // compiled again one kernel at a time below
   });
   std::vector<size_t> single;
@@ -151,35 +337,34 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vecto
     for (size_t j = 0; j < members.size(); j++) names.push_back(batch_symbol(j, ks[members[j]].entry));
     try {
       if (!bins[b]) throw Error("not compiled as a batch");
-      auto progs = load_many(names, *bins[b]);
+      auto progs = dev.load_many(names, *bins[b]);
+      if (b >= n_heavy && !std::all_of(progs.begin(), progs.end(), [](auto& p) { return bool(p->upgrader()); }))
+        throw Error("programs that cannot be upgraded");
       for (size_t j = 0; j < members.size(); j++) out[members[j]] = std::move(progs[j]);
     } catch (const Error&) {
       single.insert(single.end(), members.begin(), members.end());
       continue;
     }
-    if (ck.empty()) continue;
-    Sha256 h;
-    for (size_t i : members) h.update(keys[i]);
-    std::string bkey = to_hex(h.digest());
-    diskcache_put("compile_batch", bkey, *bins[b]);
-    for (size_t j = 0; j < members.size(); j++) diskcache_put("compile", keys[members[j]], std::string(batch_magic) + bkey + "\n" + names[j]);
+    if (b >= n_heavy) quick.insert(quick.end(), members.begin(), members.end());
+    else if (!ck.empty()) store_batch(keys, members, names, *bins[b]);
   }
 
   std::vector<std::optional<std::string>> one(single.size());
   each(single.size(), [&](int j) {
     try {
-      one[size_t(j)] = compile(ks[single[size_t(j)]].src);
+      one[size_t(j)] = dev.compile(ks[single[size_t(j)]].src);
     } catch (const Error&) {}  // this kernel stays nullptr: load_cached on it reports the error
   });
   for (size_t j = 0; j < single.size(); j++) {
     size_t i = single[j];
     if (!one[j]) continue;
     try {
-      out[i] = load(ks[i].entry, *one[j]);
+      out[i] = dev.load(ks[i].entry, *one[j]);
       if (!ck.empty()) diskcache_put("compile", keys[i], *one[j]);
     } catch (const Error&) {}
   }
-  return out;
 }
+
+}  // namespace
 
 }  // namespace tg

@@ -2,9 +2,27 @@
 // The program cache's key. Device::compile_cached / load_cached (runtime/device.h) compile through the disk cache: a
 // program already compiled (same source, same compiler identity and flags) is read back instead of compiled, so a
 // second run of anything compiles nothing.
+#include <cstdint>
 #include <string>
 
+#include "runtime/device.h"
+
 namespace tg {
+
+// TIERED_COMPILE (Device::load_cached_batch): a kernel is first compiled unoptimized when its estimated work, FLOPs plus
+// twice the bytes it moves, is under this many times its source's length: -O2 costs about 3 us of compile per byte of
+// C more than -O0, while an -O0 launch is 3-50x slower than an -O2 one, and a kernel runs a few times before its
+// upgrade. Set on beautiful_mnist's step (docs/benchmarks.md): at 1024, small reduces ran 20x slower for 2-5 ms saved
+constexpr double tiered_work_per_byte = 256;
+// whether load_cached_batch would compile ks quick first
+bool tiered_light(const KernelSource& k);
+// blocks until every queued background upgrade is compiled, loaded, swapped in and stored (also done at exit)
+void wait_tiered_compiles();
+// how many programs the background upgrades have swapped to their optimized code in this process
+uint64_t tiered_upgrades();
+// true on the thread that compiles the upgrades (clang_invocations() leaves its compiles out: they run whenever they
+// are ready)
+bool on_upgrade_thread();
 
 // sha256 hex of (compiler key, source): the cache key of a program
 std::string program_cache_key(const std::string& compiler_key, const std::string& src);

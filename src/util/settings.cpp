@@ -45,6 +45,7 @@ constexpr Knob knobs[] = {
     {"TRACK_REWRITES", &Settings::TRACK_REWRITES, false},
     {"CACHELEVEL", &Settings::CACHELEVEL, false},
     {"COMPILE_BATCH", &Settings::COMPILE_BATCH, false},
+    {"TIERED_COMPILE", &Settings::TIERED_COMPILE, false},
     {"IGNORE_BEAM_CACHE", &Settings::IGNORE_BEAM_CACHE, false},
     {"JIT", &Settings::JIT, false},
     {"SCACHE", &Settings::SCACHE, false},
@@ -58,6 +59,7 @@ constexpr const char* string_knobs[] = {"DEV", "CACHEDB", "TG_CLANG", "OPTIM_DTY
 std::atomic<uint64_t> generation{1};
 std::atomic<uint64_t> built{0};
 std::atomic<const Settings*> current{nullptr};
+constinit thread_local const Settings* pinned = nullptr;
 
 int64_t host_threads() {
   static const int64_t n = std::max<int64_t>(1, std::thread::hardware_concurrency());
@@ -103,10 +105,14 @@ struct SettingsStore {
 };
 
 const Settings& settings() {
+  if (pinned) return *pinned;
   uint64_t gen = generation.load(std::memory_order_acquire);
   if (built.load(std::memory_order_acquire) == gen) return *current.load(std::memory_order_acquire);
   return SettingsStore::get().rebuild(gen);
 }
+
+PinSettings::PinSettings(const Settings& s) : before_(pinned) { pinned = &s; }
+PinSettings::~PinSettings() { pinned = before_; }
 
 void refresh_settings() { generation.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -44,6 +44,7 @@ struct Settings {
   int64_t TRACK_REWRITES = 0;     // each codegen pass's time, printed at exit
   int64_t CACHELEVEL = 2;         // 0: no on-disk cache (programs, BEAM results)
   int64_t COMPILE_BATCH = 64;     // kernels per compiler invocation when a schedule's kernels compile (0: one at a time)
+  int64_t TIERED_COMPILE = 1;     // ours: a schedule's light kernels start unoptimized, upgraded in the background (0: off)
   int64_t IGNORE_BEAM_CACHE = 0;  // 1: search again instead of reading BEAM results from disk
   int64_t JIT = 1;                // 0: TinyJit runs its function every call
   int64_t SCACHE = 1;             // 0: no schedule cache
@@ -71,6 +72,18 @@ const Settings& settings();
 // the next settings() reads the environment and the live Contexts again: for tg::Context, and for code that changed
 // the environment (setenv) after the library read it
 void refresh_settings();
+// while alive, settings() on this thread is `s` whatever the Contexts and the environment say (a background job keeps
+// the settings it was started under)
+class PinSettings {
+ public:
+  explicit PinSettings(const Settings& s);
+  ~PinSettings();
+  PinSettings(const PinSettings&) = delete;
+  PinSettings& operator=(const PinSettings&) = delete;
+
+ private:
+  const Settings* before_;
+};
 // true when `name` is one of the knobs above (a Context naming it makes a new snapshot)
 bool is_setting(std::string_view name);
 

@@ -241,3 +241,103 @@ TEST(ProgramCache, BatchKernelsWithSameAndConflictingTypedefs) {
     }
   }
 }
+
+// TIERED_COMPILE: the kernels load_cached_batch is told are light are compiled -O0 and run at once; a background
+// thread compiles them again at -O2, swaps the code under the same programs and stores only the -O2 binary. Heavy
+// kernels and kernels of unknown cost are compiled -O2 and stored at once
+TEST(ProgramCache, TieredCompileUpgradesLightKernelsAndStoresOnlyOptimized) {
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv batch("COMPILE_BATCH", "64");
+  ScopedEnv tier("TIERED_COMPILE", "1");
+  Device& d = get_device("CPU");
+  auto src = [](int tag, double ops) { return KernelSource{"k", kernel_src(tag), {"k"}, ops}; };
+  std::vector<KernelSource> ks{src(501, 2000), src(502, 2000), src(503, 2000), src(504, 1e12), src(505, -1)};
+  std::vector<std::string> keys;
+  for (auto& k : ks) keys.push_back(program_cache_key(d.compiler_key(), k.src));
+  uint64_t upgrades = tiered_upgrades();
+  auto progs = d.load_cached_batch(ks);
+  for (size_t i = 0; i < ks.size(); i++) {
+    ASSERT_TRUE(progs[i]) << i;
+    EXPECT_EQ(run_prg(*progs[i]), 501 + int(i));
+  }
+  // the heavy and the unknown kernel are stored already
+  EXPECT_TRUE(diskcache_get("compile", keys[3]));
+  EXPECT_TRUE(diskcache_get("compile", keys[4]));
+  wait_tiered_compiles();
+  EXPECT_EQ(tiered_upgrades(), upgrades + 3);
+  for (size_t i = 0; i < ks.size(); i++) EXPECT_EQ(run_prg(*progs[i]), 501 + int(i));  // the same programs, upgraded
+  // the stored binary of the light ones is the -O2 build of their batch, byte for byte, not the -O0 one
+  std::vector<KernelSource> light{ks[0], ks[1], ks[2]};
+  std::string o2 = *d.compile_batch(light), o0 = *d.compile_batch(light, true);
+  ASSERT_NE(o2, o0);
+  for (size_t i = 0; i < 3; i++) {
+    auto row = diskcache_get("compile", keys[i]);
+    ASSERT_TRUE(row) << i;
+    ASSERT_EQ(row->rfind("TGBATCH1\n", 0), 0u) << i;
+    auto blob = diskcache_get("compile_batch", row->substr(9, row->find('\n', 9) - 9));
+    ASSERT_TRUE(blob) << i;
+    EXPECT_TRUE(*blob == o2) << i;
+  }
+  // a second load finds them all on disk: no compile, no upgrade
+  uint64_t before = clang_invocations();
+  auto again = d.load_cached_batch(ks);
+  EXPECT_EQ(clang_invocations(), before);
+  wait_tiered_compiles();
+  EXPECT_EQ(tiered_upgrades(), upgrades + 3);
+  for (size_t i = 0; i < ks.size(); i++) EXPECT_EQ(run_prg(*again[i]), 501 + int(i));
+}
+
+namespace {
+// three light kernels writing 601..603, unique to `nonce`
+std::vector<KernelSource> light_sources(const std::string& nonce) {
+  std::vector<KernelSource> ks;
+  for (int tag = 601; tag <= 603; tag++)
+    ks.push_back({"k", "// " + nonce + "\nvoid k(void* const* b, const long long* v, int c) { *(int*)b[0] = " + std::to_string(tag) + "; }\n", {"k"}, 100});
+  return ks;
+}
+}  // namespace
+
+// a process that exits right after its quick compiles still leaves the -O2 binaries on disk (at exit the queued
+// upgrades are compiled to the end): the next process loads every kernel from the cache and compiles nothing
+TEST(ProgramCache, TieredCompileExitLeavesOptimizedBinaries) {
+  TempDir dir;
+  std::string db = (dir.path() / "cache.db").string(), nonce = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  ProcessResult r = run_process({"env", "CACHEDB=" + db, "TG_TEST_NONCE=" + nonce, "TIERED_COMPILE=1", "COMPILE_BATCH=64", "CACHELEVEL=2",
+                                 std::filesystem::read_symlink("/proc/self/exe").string(), "--gtest_also_run_disabled_tests",
+                                 "--gtest_filter=ProgramCacheChild.DISABLED_TieredQuickThenExit"});
+  ASSERT_TRUE(r.started);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << r.out;
+  ScopedEnv dbenv("CACHEDB", db);
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  ScopedEnv tier("TIERED_COMPILE", "1");
+  Device& d = get_device("CPU");
+  std::vector<KernelSource> ks = light_sources(nonce);
+  uint64_t before = clang_invocations(), upgrades = tiered_upgrades();
+  auto progs = d.load_cached_batch(ks);
+  EXPECT_EQ(clang_invocations(), before);
+  wait_tiered_compiles();
+  EXPECT_EQ(tiered_upgrades(), upgrades);
+  for (size_t i = 0; i < ks.size(); i++) {
+    ASSERT_TRUE(progs[i]) << i;
+    EXPECT_EQ(run_prg(*progs[i]), 601 + int(i));
+  }
+  auto row = diskcache_get("compile", program_cache_key(d.compiler_key(), ks[0].src));
+  ASSERT_TRUE(row && row->rfind("TGBATCH1\n", 0) == 0);
+  EXPECT_TRUE(diskcache_get("compile_batch", row->substr(9, row->find('\n', 9) - 9)) == d.compile_batch(ks));  // the -O2 build
+}
+// run only by TieredCompileExitLeavesOptimizedBinaries: quick-compiles the light kernels, runs them and exits at once
+TEST(ProgramCacheChild, DISABLED_TieredQuickThenExit) {
+  const char* nonce = std::getenv("TG_TEST_NONCE");
+  ASSERT_TRUE(nonce);
+  uint64_t before = clang_invocations();
+  std::vector<KernelSource> ks = light_sources(nonce);
+  auto progs = get_device("CPU").load_cached_batch(ks);
+  EXPECT_GT(clang_invocations(), before);  // compiled here (quick), nothing in the cache yet
+  for (size_t i = 0; i < ks.size(); i++) {
+    ASSERT_TRUE(progs[i]) << i;
+    EXPECT_EQ(run_prg(*progs[i]), 601 + int(i));
+  }
+}

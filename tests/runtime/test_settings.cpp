@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/realize.h"
+#include "runtime/program_cache.h"
 #include "rt_test_util.h"
 #include "tg/context.h"
 #include "tg/tensor.h"
@@ -25,7 +26,7 @@ const char* const kernel_knobs[] = {"BEAM", "NOOPT", "SIMD", "THREADS", "NUM_CPU
                                     "NOLOCALS", "BEAM_PADTO", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX", "BEAM_UOPS_MAX", "BEAM_TEST_SIZE", "BEAM_MIN_PROGRESS_NS", "MAX_KERNEL_BUFFERS",
                                     "SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE", "NO_MEMORY_PLANNER"};
 const char* const other_knobs[] = {"DEBUG", "DEBUG_RANGEIFY", "BEAM_DEBUG", "TRACK_REWRITES", "CACHELEVEL", "IGNORE_BEAM_CACHE",
-                                   "JIT", "SCACHE", "LRU", "CONST_LR", "FUSE_OPTIM"};
+                                   "JIT", "SCACHE", "LRU", "CONST_LR", "FUSE_OPTIM", "TIERED_COMPILE", "COMPILE_BATCH"};
 
 TEST(Settings, ContextMakesANewSnapshotAndLeavingRestoresIt) {
   const Settings& before = settings();
@@ -317,6 +318,53 @@ TEST(SettingsPrograms, NoMemoryPlanner) {
   }
   EXPECT_EQ(planned.sources(), unplanned.sources());
   EXPECT_LT(buffers(planned), buffers(unplanned));
+}
+
+// TIERED_COMPILE changes no rendered kernel, only how a light one is first built: the values its quick (-O0) build
+// gives, its upgraded (-O2) build and tiering off are the same bits, and all match a double-precision oracle
+TEST(SettingsPrograms, TieredCompile) {
+  Base base;
+  TempDir dir;
+  const int64_t m = 8, k = 24, n = 16;
+  auto graph = [&] {
+    Tensor h = input(m * k, 0.01f).reshape({m, k}).matmul(input(k * n, 0.02f).reshape({k, n}));
+    return h.softmax(1) + h.sin() * 0.5f + (h.abs() + 1.f).log().sqrt();
+  };
+  std::vector<float> off, quick, upgraded;
+  Launches loff, lquick, lupgraded;
+  {
+    ScopedEnv db("CACHEDB", (dir.path() / "off.db").string());
+    Context c({{"TIERED_COMPILE", 0}});
+    loff = run(graph, &off);
+  }
+  {
+    // a kernel knob that changes none of these kernels: the engine lowers and loads them again, from an empty cache
+    ScopedEnv db("CACHEDB", (dir.path() / "on.db").string());
+    Context c({{"TIERED_COMPILE", 1}, {"BEAM_PADTO", 1}});
+    uint64_t upgrades = tiered_upgrades();
+    lquick = run(graph, &quick);
+    wait_tiered_compiles();
+    EXPECT_GE(tiered_upgrades(), upgrades + 2);  // the schedule's kernels are light: quick first, then upgraded
+    lupgraded = run(graph, &upgraded);
+  }
+  EXPECT_EQ(lquick.sources(), loff.sources());
+  EXPECT_EQ(lupgraded.programs(), lquick.programs());  // upgraded in place: the same programs
+  EXPECT_EQ(quick, off);
+  EXPECT_EQ(upgraded, off);
+  std::vector<double> h(size_t(m * n));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t t = 0; t < k; t++) h[size_t(i * n + j)] += double((i * k + t) % 97) * 0.01 * double((t * n + j) % 97) * 0.02;
+  ASSERT_EQ(off.size(), h.size());
+  for (int64_t i = 0; i < m; i++) {
+    double mx = -1e300, sum = 0;
+    for (int64_t j = 0; j < n; j++) mx = std::max(mx, h[size_t(i * n + j)]);
+    for (int64_t j = 0; j < n; j++) sum += std::exp(h[size_t(i * n + j)] - mx);
+    for (int64_t j = 0; j < n; j++) {
+      double v = h[size_t(i * n + j)], want = std::exp(v - mx) / sum + std::sin(v) * 0.5 + std::sqrt(std::log(std::fabs(v) + 1));
+      EXPECT_NEAR(off[size_t(i * n + j)], want, 1e-4 * std::max(1.0, std::fabs(want))) << i << "," << j;
+    }
+  }
 }
 
 TEST(SettingsPrograms, DebugAndCacheLevelReuse) {
