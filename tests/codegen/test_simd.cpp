@@ -10,6 +10,7 @@
 #include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "tensor/tensor_impl.h"
+#include "uop/pattern_helpers.h"
 #include "tg/context.h"
 
 using namespace tg;
@@ -179,6 +180,66 @@ TEST(Matvec, ValuesMatchAPlainLoop) {
       double ref = 0;
       for (int64_t j = 0; j < cols; j++) ref += double(wh[size_t(i * cols + j)]) * xv[size_t(j)];
       ASSERT_NEAR(got[size_t(i)], ref, 1e-4 * std::sqrt(double(cols))) << rows << "x" << cols << " row " << i;
+    }
+  }
+}
+
+// Decode's matrix-vector products: 8 lanes along the reduce axis K (each its own accumulator) by 8 rows; the kernel's
+// reduce splits into one over the loops that keeps the lanes (acc of rows x 8) and a horizontal sum of the lanes after
+// them. Values against a float64 loop at K a multiple of 8 (lanes) and not (the usual unroll), for a float16 weight
+// and an int8 one with a scale per block of 32 (Q8_0's dequantization in the matmul).
+TEST(Matvec, VectorAccumulatorsAlongK) {
+  Tensor w = Tensor::empty({2048, 768}, dtypes::float16), x = Tensor::empty({768});
+  UOp ast = only_kernel(w.cast(dtypes::float32).matmul(x));
+  for (int64_t width : {8, 16}) {
+    Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(with_width(width))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UNROLL, 0, Arg(int64_t(8))}));
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(8))}));
+    std::vector<UOp> reds;
+    for (auto& u : k.ast.toposort()) if (u.op() == Ops::REDUCE) reds.push_back(u);
+    ASSERT_EQ(reds.size(), 2u) << "a reduce over the loop that keeps the lanes, then one over the lanes";
+    EXPECT_EQ(reds[1].src(0), reds[0]);
+    ASSERT_EQ(reds[1].src().size(), 2u);
+    EXPECT_EQ(pat::axis_type(reds[1].src(1)), AxisType::UNROLL);
+    std::string src = to_program(k.get_optimized_ast("test"), with_width(width))->kernel.src;
+    EXPECT_NE(src.find("buf0[64]"), std::string::npos) << "8 rows x 8 lanes of accumulators\n" << src;
+    EXPECT_NE(src.find("*((float" + std::to_string(width) + "*)((buf0+"), std::string::npos) << "the accumulators load and store as vectors\n" << src;
+  }
+  {
+    Context tinygrad_kernels({{"SIMD", 0}});
+    Scheduler t = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
+    int64_t reds = 0;
+    for (auto& u : t.ast.toposort()) reds += u.op() == Ops::REDUCE;
+    EXPECT_EQ(reds, 1) << "SIMD=0: tinygrad's kernel";
+  }
+  uint32_t seed = 11;
+  for (int64_t cols : {16, 64, 96, 768, 2048, 100, 36}) {
+    int64_t rows = 24;
+    std::vector<float> wv = randv(size_t(rows * cols), seed++), xv = randv(size_t(cols), seed++);
+    Tensor xt = Tensor::from_vector(xv, {cols});
+    // float16 weights
+    Tensor wh = Tensor::from_vector(wv, {rows, cols}, dtypes::float16);
+    std::vector<float> whf = wh.cast(dtypes::float32).to_vector<float>();
+    std::vector<float> got = wh.cast(dtypes::float32).matmul(xt).to_vector<float>();
+    ASSERT_EQ(got.size(), size_t(rows));
+    for (int64_t i = 0; i < rows; i++) {
+      double ref = 0;
+      for (int64_t j = 0; j < cols; j++) ref += double(whf[size_t(i * cols + j)]) * xv[size_t(j)];
+      ASSERT_NEAR(got[size_t(i)], ref, 1e-5 * std::sqrt(double(cols))) << "float16 " << rows << "x" << cols << " row " << i;
+    }
+    // int8 weights with a float16 scale per block of 4 (cols % 4 == 0): q * d, reduced over the blocks and within them
+    std::vector<float> qv(size_t(rows * cols)), dv(size_t(rows * cols / 4));
+    for (size_t i = 0; i < qv.size(); i++) qv[i] = std::round(wv[i] * 127);
+    for (size_t i = 0; i < dv.size(); i++) dv[i] = float(1 + i % 7) / 128;  // exact in float16
+    Tensor q = Tensor::from_vector(qv, {rows, cols / 4, 4}).cast(dtypes::int8).realize();
+    Tensor d = Tensor::from_vector(dv, {rows, cols / 4, 1}, dtypes::float16);
+    Tensor wq = (q.cast(dtypes::float32) * d.cast(dtypes::float32)).reshape({rows, cols});
+    got = wq.matmul(xt).to_vector<float>();
+    for (int64_t i = 0; i < rows; i++) {
+      double ref = 0;
+      for (int64_t j = 0; j < cols; j++) ref += double(qv[size_t(i * cols + j)]) * dv[size_t((i * cols + j) / 4)] * xv[size_t(j)];
+      ASSERT_NEAR(got[size_t(i)], ref, 1e-4 * std::sqrt(double(cols))) << "int8 " << rows << "x" << cols << " row " << i;
     }
   }
 }
