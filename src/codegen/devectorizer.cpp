@@ -114,6 +114,49 @@ const PatternMatcher& devectorizer2() {
   return pm;
 }
 
+// SIMD kernels (clang's vector types): a STACK of lanes computed alike is that op on vectors of its operands, and a
+// STACK of a vector's lanes in order is the vector. The devectorizer leaves one scalar op per lane for clang's SLP
+// vectorizer, which does well on a tile's broadcasts but loses a matrix-vector product's lanes (a float16 weight row
+// came out as 2-byte loads shifted together, an int8 one as byte inserts); built bottom-up from the stored accumulators,
+// the lanes stay vectors from their loads to the FMA: one __builtin_convertvector and one FMA per row per step.
+// Only ops that clang's vector types spell as C operators (no compares, WHERE or calls)
+UOp vector_lanes(const UOp& s) {
+  const auto& src = s.src();
+  size_t n = src.size();
+  const UOp& x0 = src[0];
+  if (n < 2) return UOp();
+  if (x0.op() == INDEX && x0.src().size() == 2 && cg_shape(x0.src(0)) == std::optional<Shape>(Shape{int64_t(n)})) {
+    bool lanes = true;
+    for (size_t i = 0; i < n && lanes; i++)
+      lanes = src[i].op() == INDEX && src[i].src().size() == 2 && src[i].src(0) == x0.src(0) && src[i].src(1).op() == CONST &&
+              src[i].src(1).val().is_int() && src[i].src(1).val().i == int64_t(i);
+    if (lanes) return x0.src(0);
+  }
+  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST}.has(x0.op())) return UOp();
+  for (auto& x : src)
+    if (x.op() != x0.op() || x.dtype() != x0.dtype() || !(x.arg() == x0.arg()) || x.src().size() != x0.src().size() ||
+        cg_shape(x) != std::optional<Shape>(Shape{}))
+      return UOp();
+  std::vector<UOp> ops, lane;
+  bool vec = false;
+  for (size_t j = 0; j < x0.src().size(); j++) {
+    lane.clear();
+    for (auto& x : src) lane.push_back(x.src(j));
+    bool shared = std::all_of(lane.begin(), lane.end(), [&](const UOp& u) { return u == lane[0]; });
+    // an operand every lane shares stays a scalar: C broadcasts it
+    ops.push_back(shared ? lane[0] : UOp::stack(lane));
+    vec |= !shared;
+  }
+  return vec ? UOp::make(x0.op(), x0.dtype(), ops, x0.arg()) : UOp();
+}
+
+const PatternMatcher& pm_vector_lanes() {
+  static const PatternMatcher pm = PatternMatcher{
+      U(STACK, {}, {}, {}, "s") >> [](M m) { return vector_lanes(m["s"]); },
+  }.pure();
+  return pm;
+}
+
 const PatternMatcher& pm_cast_float_alu() {
   static const PatternMatcher pm = PatternMatcher{
       U(OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}, {}, {V("x")}, {}, "u") >> [](M m) {

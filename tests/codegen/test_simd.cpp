@@ -88,14 +88,13 @@ TEST(Simd, LanesAreInnermostInTheAccumulators) {
   ASSERT_TRUE(ast.get());
   for (int64_t w : {8, 16}) {
     std::string src = to_program(ast, with_width(w))->kernel.src, fw = "float" + std::to_string(w);
-    size_t at = src.find("*((" + fw + "*)((buf0+0))) = (" + fw + "){");
+    // the update is one vector op (pm_vector_lanes): "acc = (acc+(S*W))", S a scalar that C broadcasts to every lane
+    std::string acc = "*((" + fw + "*)((buf0+0)))";
+    size_t at = src.find(acc + " = ((" + acc + ")+(");
     ASSERT_NE(at, std::string::npos) << src;
-    std::string line = src.substr(at, src.find('\n', at) - at);
-    // lane j reads "(accj+(S*W[j]))": the same scalar S in all lanes
-    std::vector<std::string> scalars;
-    for (size_t p = line.find("]+("); p != std::string::npos; p = line.find("]+(", p + 1)) scalars.push_back(line.substr(p + 3, line.find('*', p) - p - 3));
-    ASSERT_EQ(scalars.size(), size_t(w)) << line;
-    for (auto& sc : scalars) EXPECT_EQ(sc, scalars[0]) << line;
+    size_t s0 = at + 2 * acc.size() + 8;
+    std::string s = src.substr(s0, src.find('*', s0) - s0);
+    EXPECT_NE(src.find("  float " + s + " = "), std::string::npos) << "'" << s << "' is no scalar\n" << src;
   }
 }
 
@@ -184,9 +183,9 @@ TEST(Matvec, ValuesMatchAPlainLoop) {
   }
 }
 
-// Decode's matrix-vector products: 8 lanes along the reduce axis K (each its own accumulator) by 8 rows; the kernel's
-// reduce splits into one over the loops that keeps the lanes (acc of rows x 8) and a horizontal sum of the lanes after
-// them. Values against a float64 loop at K a multiple of 8 (lanes) and not (the usual unroll), for a float16 weight
+// Decode's matrix-vector products: a vector register's lanes along the reduce axis K (each its own accumulator) by 8
+// rows; the kernel's reduce splits into one over the loops that keeps the lanes (acc of rows x lanes) and a horizontal
+// sum of the lanes after them, and the lanes stay vectors from the loads to the accumulators (pm_vector_lanes). Values against a float64 loop at K a multiple of 8 (lanes) and not (the usual unroll), for a float16 weight
 // and an int8 one with a scale per block of 32 (Q8_0's dequantization in the matmul).
 TEST(Matvec, VectorAccumulatorsAlongK) {
   Tensor w = Tensor::empty({2048, 768}, dtypes::float16), x = Tensor::empty({768});
@@ -194,7 +193,7 @@ TEST(Matvec, VectorAccumulatorsAlongK) {
   for (int64_t width : {8, 16}) {
     Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(with_width(width))));
     ASSERT_GE(k.applied_opts.size(), 2u);
-    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UNROLL, 0, Arg(int64_t(8))}));
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UNROLL, 0, Arg(width)})) << "a vector register's lanes (768 has 16s)";
     EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(8))}));
     std::vector<UOp> reds;
     for (auto& u : k.ast.toposort()) if (u.op() == Ops::REDUCE) reds.push_back(u);
@@ -203,8 +202,13 @@ TEST(Matvec, VectorAccumulatorsAlongK) {
     ASSERT_EQ(reds[1].src().size(), 2u);
     EXPECT_EQ(pat::axis_type(reds[1].src(1)), AxisType::UNROLL);
     std::string src = to_program(k.get_optimized_ast("test"), with_width(width))->kernel.src;
-    EXPECT_NE(src.find("buf0[64]"), std::string::npos) << "8 rows x 8 lanes of accumulators\n" << src;
-    EXPECT_NE(src.find("*((float" + std::to_string(width) + "*)((buf0+"), std::string::npos) << "the accumulators load and store as vectors\n" << src;
+    std::string fw = "float" + std::to_string(width), hw = "__fp16" + std::to_string(width);
+    EXPECT_NE(src.find("buf0[" + std::to_string(8 * width) + "]"), std::string::npos) << "8 rows x the lanes of accumulators\n" << src;
+    // each row's step: a vector of the weights, converted, times the vector of x, added to the row's accumulators
+    EXPECT_NE(src.find("*((" + hw + "*)((data1_"), std::string::npos) << "a row's weights load as one vector\n" << src;
+    EXPECT_NE(src.find("__builtin_convertvector"), std::string::npos) << src;
+    std::string acc = "*((" + fw + "*)((buf0+0)))";
+    EXPECT_NE(src.find(acc + " = ((" + acc + ")+(cast"), std::string::npos) << "the accumulators update as vectors\n" << src;
   }
   {
     Context tinygrad_kernels({{"SIMD", 0}});

@@ -435,19 +435,20 @@ bool copy_tile(Scheduler& k) {
   return false;
 }
 
-// CPU matrix-vector products (decode's linears: one weight row per output, read along the reduce axis K): 8 lanes along
-// K, each lane its own accumulator, by up to 8 rows. A step loads 8 consecutive elements of each row and of the vector
-// and does one vector FMA per row; the lanes are summed once, after the loop. (Unrolled the usual way, each step's 8
-// products are summed into one scalar accumulator per row: a horizontal add per row per step, 2-3x slower.) Returns the
-// lane range for split_lanes; a null UOp where the kernel is no matrix-vector product.
+// CPU matrix-vector products (decode's linears: one weight row per output, read along the reduce axis K): a vector
+// register's lanes along K (8 or 16; 8 where K has no multiple of 16), each lane its own accumulator, by up to 8 rows. A
+// step loads a vector of each row and of the vector and does one vector FMA per row (pm_vector_lanes keeps the lanes
+// vectors); the lanes are summed once, after the loop. (Unrolled the usual way, each step's products are summed into
+// one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
+// UOp where the kernel is no matrix-vector product.
 UOp matvec_lanes(Scheduler& k) {
-  constexpr int64_t lanes = 8;
   auto red = k.reduceops();
   auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
   if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || ups.size() != 1) return UOp();
   auto fs = k.full_shape();
   auto rs = k.rngs();
   int64_t ka = ud.back(), row = ups[0];
+  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
   if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
   std::vector<UOp> stored;
   for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
