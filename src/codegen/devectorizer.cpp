@@ -119,7 +119,7 @@ const PatternMatcher& devectorizer2() {
 // vectorizer, which does well on a tile's broadcasts but loses a matrix-vector product's lanes (a float16 weight row
 // came out as 2-byte loads shifted together, an int8 one as byte inserts); built bottom-up from the stored accumulators,
 // the lanes stay vectors from their loads to the FMA: one __builtin_convertvector and one FMA per row per step.
-// Only ops that clang's vector types spell as C operators (no compares, WHERE or calls)
+// Only ops that clang's vector types spell as C operators (no compares or calls; WHERE on a condition all lanes share)
 UOp vector_lanes(const UOp& s) {
   const auto& src = s.src();
   size_t n = src.size();
@@ -132,17 +132,22 @@ UOp vector_lanes(const UOp& s) {
               src[i].src(1).val().is_int() && src[i].src(1).val().i == int64_t(i);
     if (lanes) return x0.src(0);
   }
-  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST}.has(x0.op())) return UOp();
+  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE}.has(x0.op())) return UOp();
+  // ints and IEEE floats: clang has no bool vectors, and fp8/bfloat16 casts are bit ops the decompositions spell later
+  auto plain = [](DType d) { return d.is_int() || d == dtypes::float16 || d == dtypes::float32 || d == dtypes::float64; };
+  if (!plain(x0.dtype())) return UOp();
   for (auto& x : src)
     if (x.op() != x0.op() || x.dtype() != x0.dtype() || !(x.arg() == x0.arg()) || x.src().size() != x0.src().size() ||
         cg_shape(x) != std::optional<Shape>(Shape{}))
       return UOp();
+  for (auto& o : x0.src()) if (!plain(o.dtype())) return UOp();
   std::vector<UOp> ops, lane;
   bool vec = false;
   for (size_t j = 0; j < x0.src().size(); j++) {
     lane.clear();
     for (auto& x : src) lane.push_back(x.src(j));
     bool shared = std::all_of(lane.begin(), lane.end(), [&](const UOp& u) { return u == lane[0]; });
+    if (x0.op() == WHERE && j == 0 && !shared) return UOp();  // C's ?: picks whole vectors by one scalar condition
     // an operand every lane shares stays a scalar: C broadcasts it
     ops.push_back(shared ? lane[0] : UOp::stack(lane));
     vec |= !shared;
