@@ -210,6 +210,14 @@ TEST(Matvec, VectorAccumulatorsAlongK) {
     std::string acc = "*((" + fw + "*)((buf0+0)))";
     EXPECT_NE(src.find(acc + " = ((" + acc + ")+(cast"), std::string::npos) << "the accumulators update as vectors\n" << src;
   }
+  // int8 weights: each row's bytes load as one vector and convert (a float16 per-block scale: the values below)
+  UOp qast = only_kernel(Tensor::empty({2048, 768}, dtypes::int8).cast(dtypes::float32).matmul(x));
+  for (int64_t width : {8, 16}) {
+    Scheduler k = hand_coded_optimizations(Scheduler(qast, caps_of(with_width(width))));
+    std::string src = to_program(k.get_optimized_ast("test"), with_width(width))->kernel.src;
+    EXPECT_NE(src.find("*((signed_char" + std::to_string(width) + "*)((data"), std::string::npos) << "a row's bytes load as one vector\n" << src;
+    EXPECT_NE(src.find("__builtin_convertvector"), std::string::npos) << src;
+  }
   {
     Context tinygrad_kernels({{"SIMD", 0}});
     Scheduler t = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
