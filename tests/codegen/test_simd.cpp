@@ -226,7 +226,10 @@ TEST(Matvec, VectorAccumulatorsAlongK) {
     EXPECT_EQ(reds, 1) << "SIMD=0: tinygrad's kernel";
   }
   uint32_t seed = 11;
+  for (int64_t w : {8, 16})  // both widths compile and run on either host (clang emulates the wider vectors)
   for (int64_t cols : {16, 64, 96, 768, 2048, 100, 36}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
     int64_t rows = 24;
     std::vector<float> wv = randv(size_t(rows * cols), seed++), xv = randv(size_t(cols), seed++);
     Tensor xt = Tensor::from_vector(xv, {cols});
