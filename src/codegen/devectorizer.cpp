@@ -155,9 +155,34 @@ UOp vector_lanes(const UOp& s) {
   return vec ? UOp::make(x0.op(), x0.dtype(), ops, x0.arg()) : UOp();
 }
 
+// the sum of a vector's lanes in order, v[0]+v[1]+...+v[n-1] (the horizontal sum after matvec_lanes' loop): as halves
+// added, n/2 lanes, then n/4, ..., log2(n) vector adds where the chain was n-1 dependent scalar adds
+UOp lane_sum_tree(const UOp& x) {
+  std::vector<UOp> chain;
+  UOp c = x;
+  while (c.op() == ADD && c.dtype().is_float()) chain.push_back(c.src(1)), c = c.src(0);
+  chain.push_back(c);
+  std::reverse(chain.begin(), chain.end());
+  size_t n = chain.size();
+  if (n < 4 || (n & (n - 1)) != 0 || chain[0].op() != INDEX || chain[0].src().size() != 2) return UOp();
+  UOp v = chain[0].src(0);
+  if (cg_shape(v) != std::optional<Shape>(Shape{int64_t(n)})) return UOp();
+  for (size_t i = 0; i < n; i++)
+    if (chain[i].op() != INDEX || chain[i].src().size() != 2 || chain[i].src(0) != v || chain[i].src(1).op() != CONST ||
+        !chain[i].src(1).val().is_int() || chain[i].src(1).val().i != int64_t(i))
+      return UOp();
+  for (; n > 1; n /= 2) {
+    std::vector<UOp> lo, hi;
+    for (size_t i = 0; i < n / 2; i++) lo.push_back(v.index({cint(int64_t(i))})), hi.push_back(v.index({cint(int64_t(i + n / 2))}));
+    v = n == 2 ? lo[0] + hi[0] : UOp::stack(lo) + UOp::stack(hi);
+  }
+  return v;
+}
+
 const PatternMatcher& pm_vector_lanes() {
   static const PatternMatcher pm = PatternMatcher{
       U(STACK, {}, {}, {}, "s") >> [](M m) { return vector_lanes(m["s"]); },
+      U(ADD, {}, {}, {}, "x") >> [](M m) { return lane_sum_tree(m["x"]); },
   }.pure();
   return pm;
 }
