@@ -114,6 +114,79 @@ const PatternMatcher& devectorizer2() {
   return pm;
 }
 
+// SIMD kernels (clang's vector types): a STACK of lanes computed alike is that op on vectors of its operands, and a
+// STACK of a vector's lanes in order is the vector. The devectorizer leaves one scalar op per lane for clang's SLP
+// vectorizer, which does well on a tile's broadcasts but loses a matrix-vector product's lanes (a float16 weight row
+// came out as 2-byte loads shifted together, an int8 one as byte inserts); built bottom-up from the stored accumulators,
+// the lanes stay vectors from their loads to the FMA: one __builtin_convertvector and one FMA per row per step.
+// Only ops that clang's vector types spell as C operators (no compares or calls; WHERE on a condition all lanes share)
+UOp vector_lanes(const UOp& s) {
+  const auto& src = s.src();
+  size_t n = src.size();
+  const UOp& x0 = src[0];
+  if (n < 2) return UOp();
+  if (x0.op() == INDEX && x0.src().size() == 2 && cg_shape(x0.src(0)) == std::optional<Shape>(Shape{int64_t(n)})) {
+    bool lanes = true;
+    for (size_t i = 0; i < n && lanes; i++)
+      lanes = src[i].op() == INDEX && src[i].src().size() == 2 && src[i].src(0) == x0.src(0) && src[i].src(1).op() == CONST &&
+              src[i].src(1).val().is_int() && src[i].src(1).val().i == int64_t(i);
+    if (lanes) return x0.src(0);
+  }
+  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE}.has(x0.op())) return UOp();
+  // ints and IEEE floats: clang has no bool vectors, and fp8/bfloat16 casts are bit ops the decompositions spell later
+  auto plain = [](DType d) { return d.is_int() || d == dtypes::float16 || d == dtypes::float32 || d == dtypes::float64; };
+  if (!plain(x0.dtype())) return UOp();
+  for (auto& x : src)
+    if (x.op() != x0.op() || x.dtype() != x0.dtype() || !(x.arg() == x0.arg()) || x.src().size() != x0.src().size() ||
+        cg_shape(x) != std::optional<Shape>(Shape{}))
+      return UOp();
+  for (auto& o : x0.src()) if (!plain(o.dtype())) return UOp();
+  std::vector<UOp> ops, lane;
+  bool vec = false;
+  for (size_t j = 0; j < x0.src().size(); j++) {
+    lane.clear();
+    for (auto& x : src) lane.push_back(x.src(j));
+    bool shared = std::all_of(lane.begin(), lane.end(), [&](const UOp& u) { return u == lane[0]; });
+    if (x0.op() == WHERE && j == 0 && !shared) return UOp();  // C's ?: picks whole vectors by one scalar condition
+    // an operand every lane shares stays a scalar: C broadcasts it
+    ops.push_back(shared ? lane[0] : UOp::stack(lane));
+    vec |= !shared;
+  }
+  return vec ? UOp::make(x0.op(), x0.dtype(), ops, x0.arg()) : UOp();
+}
+
+// the sum of a vector's lanes in order, v[0]+v[1]+...+v[n-1] (the horizontal sum after matvec_lanes' loop): as halves
+// added, n/2 lanes, then n/4, ..., log2(n) vector adds where the chain was n-1 dependent scalar adds
+UOp lane_sum_tree(const UOp& x) {
+  std::vector<UOp> chain;
+  UOp c = x;
+  while (c.op() == ADD && c.dtype().is_float()) chain.push_back(c.src(1)), c = c.src(0);
+  chain.push_back(c);
+  std::reverse(chain.begin(), chain.end());
+  size_t n = chain.size();
+  if (n < 4 || (n & (n - 1)) != 0 || chain[0].op() != INDEX || chain[0].src().size() != 2) return UOp();
+  UOp v = chain[0].src(0);
+  if (cg_shape(v) != std::optional<Shape>(Shape{int64_t(n)})) return UOp();
+  for (size_t i = 0; i < n; i++)
+    if (chain[i].op() != INDEX || chain[i].src().size() != 2 || chain[i].src(0) != v || chain[i].src(1).op() != CONST ||
+        !chain[i].src(1).val().is_int() || chain[i].src(1).val().i != int64_t(i))
+      return UOp();
+  for (; n > 1; n /= 2) {
+    std::vector<UOp> lo, hi;
+    for (size_t i = 0; i < n / 2; i++) lo.push_back(v.index({cint(int64_t(i))})), hi.push_back(v.index({cint(int64_t(i + n / 2))}));
+    v = n == 2 ? lo[0] + hi[0] : UOp::stack(lo) + UOp::stack(hi);
+  }
+  return v;
+}
+
+const PatternMatcher& pm_vector_lanes() {
+  static const PatternMatcher pm = PatternMatcher{
+      U(STACK, {}, {}, {}, "s") >> [](M m) { return vector_lanes(m["s"]); },
+      U(ADD, {}, {}, {}, "x") >> [](M m) { return lane_sum_tree(m["x"]); },
+  }.pure();
+  return pm;
+}
+
 const PatternMatcher& pm_cast_float_alu() {
   static const PatternMatcher pm = PatternMatcher{
       U(OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}, {}, {V("x")}, {}, "u") >> [](M m) {

@@ -223,7 +223,8 @@ PatternMatcher base_rewrite() {
       // casting
       UPat(CAST, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
-        if (lin_max_numel(x) > 1 && x.addrspace() == AddrSpace::REG)
+        // (SIMD kernels' vector values, pm_vector_lanes: clang's vector casts convert each lane; a C cast reinterprets)
+        if (lin_max_numel(x) > 1 && (x.addrspace() == AddrSpace::REG || cx(m).simd))
           return emit(m, "__builtin_convertvector(" + cx(m)[x.src(0)] + ", " + rn(m).render_type(x) + ")");
         return {};
       },

@@ -10,6 +10,7 @@
 #include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "tensor/tensor_impl.h"
+#include "uop/pattern_helpers.h"
 #include "tg/context.h"
 
 using namespace tg;
@@ -87,14 +88,13 @@ TEST(Simd, LanesAreInnermostInTheAccumulators) {
   ASSERT_TRUE(ast.get());
   for (int64_t w : {8, 16}) {
     std::string src = to_program(ast, with_width(w))->kernel.src, fw = "float" + std::to_string(w);
-    size_t at = src.find("*((" + fw + "*)((buf0+0))) = (" + fw + "){");
+    // the update is one vector op (pm_vector_lanes): "acc = (acc+(S*W))", S a scalar that C broadcasts to every lane
+    std::string acc = "*((" + fw + "*)((buf0+0)))";
+    size_t at = src.find(acc + " = ((" + acc + ")+(");
     ASSERT_NE(at, std::string::npos) << src;
-    std::string line = src.substr(at, src.find('\n', at) - at);
-    // lane j reads "(accj+(S*W[j]))": the same scalar S in all lanes
-    std::vector<std::string> scalars;
-    for (size_t p = line.find("]+("); p != std::string::npos; p = line.find("]+(", p + 1)) scalars.push_back(line.substr(p + 3, line.find('*', p) - p - 3));
-    ASSERT_EQ(scalars.size(), size_t(w)) << line;
-    for (auto& sc : scalars) EXPECT_EQ(sc, scalars[0]) << line;
+    size_t s0 = at + 2 * acc.size() + 8;
+    std::string s = src.substr(s0, src.find('*', s0) - s0);
+    EXPECT_NE(src.find("  float " + s + " = "), std::string::npos) << "'" << s << "' is no scalar\n" << src;
   }
 }
 
@@ -179,6 +179,82 @@ TEST(Matvec, ValuesMatchAPlainLoop) {
       double ref = 0;
       for (int64_t j = 0; j < cols; j++) ref += double(wh[size_t(i * cols + j)]) * xv[size_t(j)];
       ASSERT_NEAR(got[size_t(i)], ref, 1e-4 * std::sqrt(double(cols))) << rows << "x" << cols << " row " << i;
+    }
+  }
+}
+
+// Decode's matrix-vector products: a vector register's lanes along the reduce axis K (each its own accumulator) by 8
+// rows; the kernel's reduce splits into one over the loops that keeps the lanes (acc of rows x lanes) and a horizontal
+// sum of the lanes after them, and the lanes stay vectors from the loads to the accumulators (pm_vector_lanes). Values against a float64 loop at K a multiple of 8 (lanes) and not (the usual unroll), for a float16 weight
+// and an int8 one with a scale per block of 32 (Q8_0's dequantization in the matmul).
+TEST(Matvec, VectorAccumulatorsAlongK) {
+  Tensor w = Tensor::empty({2048, 768}, dtypes::float16), x = Tensor::empty({768});
+  UOp ast = only_kernel(w.cast(dtypes::float32).matmul(x));
+  for (int64_t width : {8, 16}) {
+    Scheduler k = hand_coded_optimizations(Scheduler(ast, caps_of(with_width(width))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UNROLL, 0, Arg(width)})) << "a vector register's lanes (768 has 16s)";
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(8))}));
+    std::vector<UOp> reds;
+    for (auto& u : k.ast.toposort()) if (u.op() == Ops::REDUCE) reds.push_back(u);
+    ASSERT_EQ(reds.size(), 2u) << "a reduce over the loop that keeps the lanes, then one over the lanes";
+    EXPECT_EQ(reds[1].src(0), reds[0]);
+    ASSERT_EQ(reds[1].src().size(), 2u);
+    EXPECT_EQ(pat::axis_type(reds[1].src(1)), AxisType::UNROLL);
+    std::string src = to_program(k.get_optimized_ast("test"), with_width(width))->kernel.src;
+    std::string fw = "float" + std::to_string(width), hw = "__fp16" + std::to_string(width);
+    EXPECT_NE(src.find("buf0[" + std::to_string(8 * width) + "]"), std::string::npos) << "8 rows x the lanes of accumulators\n" << src;
+    // each row's step: a vector of the weights, converted, times the vector of x, added to the row's accumulators
+    EXPECT_NE(src.find("*((" + hw + "*)((data1_"), std::string::npos) << "a row's weights load as one vector\n" << src;
+    EXPECT_NE(src.find("__builtin_convertvector"), std::string::npos) << src;
+    std::string acc = "*((" + fw + "*)((buf0+0)))";
+    EXPECT_NE(src.find(acc + " = ((" + acc + ")+(cast"), std::string::npos) << "the accumulators update as vectors\n" << src;
+  }
+  // int8 weights: each row's bytes load as one vector and convert (a float16 per-block scale: the values below)
+  UOp qast = only_kernel(Tensor::empty({2048, 768}, dtypes::int8).cast(dtypes::float32).matmul(x));
+  for (int64_t width : {8, 16}) {
+    Scheduler k = hand_coded_optimizations(Scheduler(qast, caps_of(with_width(width))));
+    std::string src = to_program(k.get_optimized_ast("test"), with_width(width))->kernel.src;
+    EXPECT_NE(src.find("*((signed_char" + std::to_string(width) + "*)((data"), std::string::npos) << "a row's bytes load as one vector\n" << src;
+    EXPECT_NE(src.find("__builtin_convertvector"), std::string::npos) << src;
+  }
+  {
+    Context tinygrad_kernels({{"SIMD", 0}});
+    Scheduler t = hand_coded_optimizations(Scheduler(ast, caps_of(ClangRenderer())));
+    int64_t reds = 0;
+    for (auto& u : t.ast.toposort()) reds += u.op() == Ops::REDUCE;
+    EXPECT_EQ(reds, 1) << "SIMD=0: tinygrad's kernel";
+  }
+  uint32_t seed = 11;
+  for (int64_t w : {8, 16})  // both widths compile and run on either host (clang emulates the wider vectors)
+  for (int64_t cols : {16, 64, 96, 768, 2048, 100, 36}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    int64_t rows = 24;
+    std::vector<float> wv = randv(size_t(rows * cols), seed++), xv = randv(size_t(cols), seed++);
+    Tensor xt = Tensor::from_vector(xv, {cols});
+    // float16 weights
+    Tensor wh = Tensor::from_vector(wv, {rows, cols}, dtypes::float16);
+    std::vector<float> whf = wh.cast(dtypes::float32).to_vector<float>();
+    std::vector<float> got = wh.cast(dtypes::float32).matmul(xt).to_vector<float>();
+    ASSERT_EQ(got.size(), size_t(rows));
+    for (int64_t i = 0; i < rows; i++) {
+      double ref = 0;
+      for (int64_t j = 0; j < cols; j++) ref += double(whf[size_t(i * cols + j)]) * xv[size_t(j)];
+      ASSERT_NEAR(got[size_t(i)], ref, 1e-5 * std::sqrt(double(cols))) << "float16 " << rows << "x" << cols << " row " << i;
+    }
+    // int8 weights with a float16 scale per block of 4 (cols % 4 == 0): q * d, reduced over the blocks and within them
+    std::vector<float> qv(size_t(rows * cols)), dv(size_t(rows * cols / 4));
+    for (size_t i = 0; i < qv.size(); i++) qv[i] = std::round(wv[i] * 127);
+    for (size_t i = 0; i < dv.size(); i++) dv[i] = float(1 + i % 7) / 128;  // exact in float16
+    Tensor q = Tensor::from_vector(qv, {rows, cols / 4, 4}).cast(dtypes::int8).realize();
+    Tensor d = Tensor::from_vector(dv, {rows, cols / 4, 1}, dtypes::float16);
+    Tensor wq = (q.cast(dtypes::float32) * d.cast(dtypes::float32)).reshape({rows, cols});
+    got = wq.matmul(xt).to_vector<float>();
+    for (int64_t i = 0; i < rows; i++) {
+      double ref = 0;
+      for (int64_t j = 0; j < cols; j++) ref += double(qv[size_t(i * cols + j)]) * dv[size_t((i * cols + j) / 4)] * xv[size_t(j)];
+      ASSERT_NEAR(got[size_t(i)], ref, 1e-4 * std::sqrt(double(cols))) << "int8 " << rows << "x" << cols << " row " << i;
     }
   }
 }

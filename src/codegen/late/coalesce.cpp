@@ -64,10 +64,14 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
   std::unordered_map<UOp, UOp> replacements;
   for (auto& [k, offsets] : memory) {
     std::vector<int64_t> lengths;
+    bool any_offset = false;
     DType dt = k.buf.dtype();
     int64_t w = ren.simd_width();
     if (k.buf.addrspace() == AddrSpace::REG) lengths = {w, 8, 4};  // the renderer aligns float register arrays of 4 and more
     else if (simd && dt == dtypes::float32) lengths = {w, 8, 4, 2};  // lanes as wide as the accumulators'
+    // bytes (int8 weights, quantized blocks) and halves as a row's lanes: one load that clang converts to floats, where it
+    // gathers loose bytes one insert at a time. The SIMD kernels' vector types are element aligned: any offset does
+    else if (simd && ((dt.itemsize() == 1 && dt.is_int()) || dt == dtypes::float16)) lengths = {w, 8, 4}, any_offset = true;
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
     // fp8 as tinygrad, where the dialect has fp8 types (CUDA's); stored as bytes they stay scalar (their casts are bit ops)
     else if (dt.is_fp8() && ren.render_dtype(dt, 1, AddrSpace::REG) != "unsigned char" && ren.render_dtype(dt, 1, AddrSpace::REG) != "uchar") lengths = {4, 2};
@@ -82,7 +86,7 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
       while (!full.empty()) {
         UOp offset = k.kind == 0 ? k.root + full[0] : UOp::const_(int64_t(full[0]));
         int64_t length = 1;
-        for (auto l : lengths) if (l <= int64_t(full.size()) && offset.divides(l)) { length = l; break; }
+        for (auto l : lengths) if (l <= int64_t(full.size()) && (any_offset || offset.divides(l))) { length = l; break; }
         std::vector<int64_t> grp(full.begin(), full.begin() + length);
         offset = offset.valid(k.valid);
         UOp idx = grp.size() > 1 ? UOp::make(SHRINK, dt, {k.buf, offset, cint(int64_t(grp.size()))}) : k.buf.index({offset});

@@ -18,6 +18,8 @@ namespace tg {
 namespace {
 using enum Ops;
 using pat::axis_type;
+using pat::reduce_op;
+using pat::tail;
 // tinygrad's helpers.colored: s in an ANSI color (a capitalized name is the bright variant)
 std::string colored(const std::string& s, const std::string& color) {
   static constexpr const char* names[] = {"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"};
@@ -432,6 +434,59 @@ bool copy_tile(Scheduler& k) {
   }
   return false;
 }
+
+// CPU matrix-vector products (decode's linears: one weight row per output, read along the reduce axis K): a vector
+// register's lanes along K (8 or 16; 8 where K has no multiple of 16), each lane its own accumulator, by up to 8 rows. A
+// step loads a vector of each row and of the vector and does one vector FMA per row (pm_vector_lanes keeps the lanes
+// vectors); the lanes are summed once, after the loop. (Unrolled the usual way, each step's products are summed into
+// one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
+// UOp where the kernel is no matrix-vector product.
+UOp matvec_lanes(Scheduler& k) {
+  auto red = k.reduceops();
+  auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
+  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || ups.size() != 1) return UOp();
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  int64_t ka = ud.back(), row = ups[0];
+  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
+  if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
+  std::vector<UOp> stored;
+  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
+  bool weight = false;  // an input that reads along K and moves along the rows
+  for (auto& b : k.bufs()) {
+    if (has(stored, b)) continue;
+    UOp idx = b.src(1).get_idx();
+    std::optional<int64_t> s = stride_in(idx, rs[ka]), sr = stride_in(idx, rs[row]);
+    if (!s || (*s != 0 && *s != 1)) return UOp();  // lanes are consecutive elements or one broadcast element
+    weight |= *s == 1 && sr && *sr != 0;
+  }
+  if (!weight) return UOp();
+  try {
+    Scheduler t = k;
+    // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
+    UOp lane = t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second;
+    for (int64_t r : {8, 4, 2})
+      if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
+    k = t;
+    return lane;
+  } catch (const KernelOptError&) { return UOp(); }
+}
+
+// REDUCE(x, loops..., lane) -> REDUCE(REDUCE(x, loops...), lane): the inner reduce keeps the lane axis in its
+// accumulators, the outer one is the horizontal sum after the loops
+void split_lanes(Scheduler& k, const UOp& lane) {
+  for (auto& r : k.ast.toposort()) {
+    if (r.op() != REDUCE) continue;
+    std::vector<UOp> loops;
+    bool mine = false;
+    for (auto& x : UOp::sink(tail(r.src(), 1)).toposort())
+      if (x.op() == RANGE && x == lane) mine = true;
+      else if (x.op() == RANGE && !has(loops, x)) loops.push_back(x);
+    if (!mine) continue;
+    k.ast = k.ast.substitute(std::unordered_map<UOp, UOp>{{r, r.src(0).reduce(loops, reduce_op(r)).reduce({lane}, reduce_op(r))}});
+    return;
+  }
+}
 }  // namespace
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
@@ -499,6 +554,12 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
               simd_upcast(k, big ? k.ren.vector_width : 8, big);
+  if (!simd && !k.ren.has_local && k.ren.vector_width > 0 && !k.upcasted())
+    if (UOp lane = matvec_lanes(k)) {
+      apply_threads(k);
+      split_lanes(k, lane);
+      return k;
+    }
 
   // more upcasts of non reduce axes. A reduce on a CPU with SIMD kernels gets one of 8 even with a small output (a
   // matrix-vector product of a few hundred rows): each upcast row is its own accumulator, where one row's sum is a chain
