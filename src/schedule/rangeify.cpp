@@ -48,6 +48,28 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
   return UOp();
 }
 
+// SIMD CPU kernels, a float32 reduce of a whole tensor (no axis kept, none expanded): its n elements as (parts, n /
+// (parts * 64), 64), reduced over the middle axis first, then the parts * 64 partials. Each part is a contiguous stretch
+// of the input, streamed by one thread a row of 64 at a time into 64 columns of vector accumulators (column_reduce in
+// the heuristic), where tinygrad's split below reads each part's outputs as one chain of scalar adds. Parts: the most,
+// up to 256, that the threads divide evenly; within REDUCEOP_SPLIT_SIZE like that split, which runs when this one does
+// not fit
+UOp split_whole_reduce(const UOp& reduce, const UOp& x, const std::vector<int64_t>& real_axes) {
+  const Settings& st = settings();
+  std::string dev = reduce.device().value_or("");
+  if (!simd_kernels() || x.dtype() != dtypes::float32 || prod(reduce.shape()) != 1 || !(dev == "CPU" || dev.starts_with("CPU:"))) return UOp();
+  const Shape& xs = x.shape();
+  for (size_t i = 0; i < xs.size(); i++) if (xs[i] > 1 && !has(real_axes, int64_t(i))) return UOp();
+  constexpr int64_t cols = 64;
+  int64_t n = prod(xs), threads = st.THREADS ? std::max<int64_t>(1, st.NUM_CPU_THREADS) : 1;
+  for (int64_t parts = std::min<int64_t>(256, (int64_t(1) << st.REDUCEOP_SPLIT_SIZE) / cols); parts >= 8; parts--)
+    if (parts % threads == 0 && n % (parts * cols) == 0) {
+      Ops rop = Ops(reduce.arg().ints()[0]);
+      return x.reshape({parts, n / (parts * cols), cols}).rop(rop, {1}).contiguous().rop(rop, {0, 1}).reshape(reduce.shape());
+    }
+  return UOp();
+}
+
 UOp split_reduceop(const UOp& reduce, const UOp& x) {
   if (reduce.has_sym_shape() || x.has_sym_shape()) return UOp();  // symbolic sizes: no split
   int64_t rsize = prod(reduce.shape());
@@ -62,6 +84,7 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   std::vector<int64_t> range_nums;
   for (auto& r : indexed.ranges()) range_nums.push_back(r.arg().ints()[0]);
   int64_t naxes = reduce.arg().ints()[1];
+  if (UOp c = split_whole_reduce(reduce, x, range_nums)) return c;
   std::optional<std::pair<int64_t, int64_t>> split;
   for (int64_t i = 0; i < naxes && !split; i++)
     for (int64_t d = std::min<int64_t>(256, (int64_t(1) << st.REDUCEOP_SPLIT_SIZE) / rsize); d >= 8 && !split; d--)
