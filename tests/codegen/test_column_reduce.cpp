@@ -1,8 +1,9 @@
-// Reduces along a strided axis on SIMD CPUs: the heuristic's column_reduce (vector lanes and 64 columns of
-// accumulators on the output axis every input reads contiguously) and split_whole_reduce (a whole-tensor float32 reduce
-// read as (parts, rows, 64) and reduced over the rows first). Values of column sums, whole sums and maxes over shapes
-// that fit the vectors and shapes that do not (odd sizes, one row, a 16M-element tensor), at several thread counts,
-// against double-precision loops; and the kernels' structure.
+// Reduces on SIMD CPUs shaped for vector accumulators: the heuristic's column_reduce (vector lanes and 64 columns of
+// accumulators on the output axis every input reads contiguously) and the splits that feed it (rangeify.cpp):
+// split_whole_reduce (a whole float32 reduce as (parts, rows, 64)), split_row_reduce (contiguous rows as (rows, K/64,
+// 64)) and split_column_reduce (a column reduce in blocks of 16 rows). Values of column, row and whole sums and maxes
+// over shapes that fit the vectors and shapes that do not (odd sizes, one row, a 16M-element tensor), at several thread
+// counts, against double-precision loops and exact integer sums; and the kernels' structure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,7 +57,8 @@ TEST(ColumnReduce, ColumnSumsMatchADoubleLoop) {
     Context ctx({{"NUM_CPU_THREADS", threads}});
     uint32_t seed = 1;
     // 64 columns and more (whole vectors), 72 (one vector's multiple, not 64's), 100 (not 8's), one row, 1 column
-    for (auto [r, c] : {std::pair<int64_t, int64_t>{512, 256}, {300, 72}, {333, 100}, {1, 64}, {1000, 1}, {7, 1030}}) {
+    // 2048 x 1024: over 2^20 floats, split in blocks of 16 rows
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{512, 256}, {300, 72}, {333, 100}, {1, 64}, {1000, 1}, {7, 1030}, {2048, 1024}}) {
       auto v = randv(size_t(r * c), seed++);
       Tensor a = Tensor::from_vector(v, {r, c}).realize();
       auto sum = a.sum(0).to_vector<float>(), mx = a.max(0).to_vector<float>();
@@ -176,7 +178,7 @@ TEST(ColumnReduce, ColumnSumGetsVectorAccumulators) {
     // 4096 columns: w lanes, then 64 / w vectors; 72: 8 lanes (not 16's multiple), 1 vector (9 does not divide 64);
     // 48: 6 vectors of 8 do not divide 64 (2 do), 3 of 16 neither (1 does); 100 (not 8's multiple): none
     for (auto [c, lanes, vecs] : {std::tuple<int64_t, int64_t, int64_t>{4096, w, 64 / w}, {72, 8, 1}, {48, w, 16 / w}}) {
-      Scheduler k = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({512, c}).sum(0))[0], caps_of(ren)));
+      Scheduler k = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({64, c}).sum(0))[0], caps_of(ren)));
       ASSERT_GE(k.applied_opts.size(), 1u);
       EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 0, Arg(lanes)})) << c << " columns, width " << w;
       if (vecs > 1) {
@@ -186,7 +188,7 @@ TEST(ColumnReduce, ColumnSumGetsVectorAccumulators) {
       std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src, fv = "float" + std::to_string(lanes);
       EXPECT_NE(src.find("*((" + fv + "*)((data1_"), std::string::npos) << src;
     }
-    Scheduler odd = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({512, 100}).sum(0))[0], caps_of(ren)));
+    Scheduler odd = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({64, 100}).sum(0))[0], caps_of(ren)));
     for (auto& o : odd.applied_opts) EXPECT_FALSE(o.op == OptOps::UPCAST && (o.arg == Arg(int64_t(8)) || o.arg == Arg(w)));
     // a sum along the contiguous axis is not a column reduce
     Scheduler rows = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({256, 2048}).sum(1))[0], caps_of(ren)));
@@ -194,7 +196,7 @@ TEST(ColumnReduce, ColumnSumGetsVectorAccumulators) {
     EXPECT_EQ(rsrc.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << rsrc;
   }
   Context tinygrad_kernels({{"SIMD", 0}});
-  Scheduler t = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({512, 4096}).sum(0))[0], caps_of(ClangRenderer())));
+  Scheduler t = hand_coded_optimizations(Scheduler(kernels(Tensor::empty({64, 4096}).sum(0))[0], caps_of(ClangRenderer())));
   std::string tsrc = to_program(t.get_optimized_ast("test"), ClangRenderer())->kernel.src;
   EXPECT_EQ(tsrc.find("float8"), std::string::npos) << tsrc;
 }
@@ -240,11 +242,39 @@ TEST(ColumnReduce, RowReduceIsSplitIntoColumnsOfPartials) {
       EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << src;
     }
   }
-  // one kernel: rows of 1000 (not 64's multiple), under 2^20 elements, a transposed view, a computed input, SIMD=0
+  // the rows of a transposed view are a's columns: blocks of 16 of a's rows (split_column_reduce)
+  auto tk = kernels(a.transpose(0, 1).sum(1));
+  ASSERT_EQ(tk.size(), 2u);
+  EXPECT_EQ(outputs_summed(tk[1]), 64 * 1024);
+  // one kernel: rows of 1000 (not 64's multiple), under 2^20 elements, a computed input, SIMD=0
   EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(1100 * 1000), {1100, 1000}).realize().sum(1)).size(), 1u);
   EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(1 << 19), {512, 1024}).realize().sum(1)).size(), 1u);
-  EXPECT_EQ(kernels(a.transpose(0, 1).sum(1)).size(), 1u);
   EXPECT_EQ(kernels((a * 2.f).sum(1)).size(), 1u);
   Context c({{"SIMD", 0}});
   EXPECT_EQ(kernels(a.sum(1)).size(), 1u);
+}
+
+TEST(ColumnReduce, ColumnReduceIsSplitIntoBlocksOfRows) {
+  Tensor a = Tensor::from_vector(std::vector<float>(1 << 20), {1024, 1024}).realize();
+  for (auto red : {a.sum(0), a.max(0)}) {
+    auto ks = kernels(red);
+    ASSERT_EQ(ks.size(), 2u);
+    EXPECT_EQ(outputs_summed(ks[1]), 64 * 1024) << "64 blocks of 16 rows";
+    for (int64_t w : {8, 16}) {
+      ClangRenderer ren = with_width(w);
+      Scheduler k = hand_coded_optimizations(Scheduler(ks[0], caps_of(ren)));
+      ASSERT_GE(k.applied_opts.size(), 2u);
+      EXPECT_EQ(k.applied_opts[0].arg, Arg(w));
+      EXPECT_EQ(k.applied_opts[1].arg, Arg(64 / w));
+      std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src;
+      EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << src;
+    }
+  }
+  // one kernel: 1004 columns (not 8's multiple), 120 rows, under 2^20 elements, a computed input, SIMD=0
+  EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(1024 * 1004), {1024, 1004}).realize().sum(0)).size(), 1u);
+  EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(120 * 16384), {120, 16384}).realize().sum(0)).size(), 1u);
+  EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(1 << 19), {512, 1024}).realize().sum(0)).size(), 1u);
+  EXPECT_EQ(kernels((a * 2.f).sum(0)).size(), 1u);
+  Context c({{"SIMD", 0}});
+  EXPECT_EQ(kernels(a.sum(0)).size(), 1u);
 }
