@@ -48,6 +48,14 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
   return UOp();
 }
 
+// the reduce splits below: SIMD kernels on the CPU, a float32 input of known shape
+bool simd_cpu_float_reduce(const UOp& reduce, const UOp& x) {
+  std::string dev = reduce.device().value_or("");
+  return simd_kernels() && x.dtype() == dtypes::float32 && !reduce.has_sym_shape() && !x.has_sym_shape() && (dev == "CPU" || dev.starts_with("CPU:"));
+}
+// ... read straight from a buffer (no elementwise op or reduce to fuse into the first kernel)
+bool stored(const UOp& x) { return !GroupOp::Elementwise.has(x.base().op()) && x.base().op() != REDUCE; }
+
 // SIMD CPU kernels, a float32 reduce of a whole tensor (no axis kept, none expanded): its n elements as (parts, n /
 // (parts * 64), 64), reduced over the middle axis first, then the parts * 64 partials. Each part is a contiguous stretch
 // of the input, streamed by one thread a row of 64 at a time into 64 columns of vector accumulators (column_reduce in
@@ -56,8 +64,7 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
 // not fit
 UOp split_whole_reduce(const UOp& reduce, const UOp& x, const std::vector<int64_t>& real_axes) {
   const Settings& st = settings();
-  std::string dev = reduce.device().value_or("");
-  if (!simd_kernels() || x.dtype() != dtypes::float32 || prod(reduce.shape()) != 1 || !(dev == "CPU" || dev.starts_with("CPU:"))) return UOp();
+  if (!simd_cpu_float_reduce(reduce, x) || prod(reduce.shape()) != 1) return UOp();
   const Shape& xs = x.shape();
   for (size_t i = 0; i < xs.size(); i++) if (xs[i] > 1 && !has(real_axes, int64_t(i))) return UOp();
   constexpr int64_t cols = 64;
@@ -116,9 +123,7 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
 // lane by lane (max over a 4096 x 4096 tensor: half the sum's speed). The partials add 1/16 to the bytes read when K
 // is 1024
 UOp split_row_reduce(const UOp& reduce, const UOp& x) {
-  if (!simd_kernels() || x.dtype() != dtypes::float32 || reduce.has_sym_shape() || x.has_sym_shape()) return UOp();
-  std::string dev = reduce.device().value_or("");
-  if (!(dev == "CPU" || dev.starts_with("CPU:")) || GroupOp::Elementwise.has(x.base().op()) || x.base().op() == REDUCE) return UOp();
+  if (!simd_cpu_float_reduce(reduce, x) || !stored(x)) return UOp();
   const Shape& xs = x.shape();
   int64_t naxes = reduce.arg().ints()[1], rows = prod(reduce.shape()), k = prod(Shape(xs.begin(), xs.begin() + naxes));
   if (rows < 2 || k < 1024 || k % 64 != 0 || rows * k < (int64_t(1) << 20)) return UOp();
@@ -135,12 +140,10 @@ UOp split_row_reduce(const UOp& reduce, const UOp& x) {
 // are contiguous (a sum down the columns), at least 128 rows of a multiple of 8 columns: read as (rows / 16, 16,
 // columns), reduced over blocks of 16 rows first, then over the blocks. One pass of column_reduce's 64-column tile down
 // all the rows reads 256 bytes of every row, a page apart for a row of 1024 floats or more (4096 x 4096: 4.5-9 GB/s
-// where memcpy moves 12-18); a block of 16 rows keeps the tile's passes within 16 neighbouring rows (15-25 GB/s), for
-// 1/16 more bytes written and read back
+// in most runs); a block of 16 rows keeps the tile's passes within 16 neighbouring rows (14-25 GB/s), for 1/16 more
+// bytes written and read back
 UOp split_column_reduce(const UOp& reduce, const UOp& x) {
-  if (!simd_kernels() || x.dtype() != dtypes::float32 || reduce.has_sym_shape() || x.has_sym_shape()) return UOp();
-  std::string dev = reduce.device().value_or("");
-  if (!(dev == "CPU" || dev.starts_with("CPU:")) || GroupOp::Elementwise.has(x.base().op()) || x.base().op() == REDUCE) return UOp();
+  if (!simd_cpu_float_reduce(reduce, x) || !stored(x)) return UOp();
   int64_t cols = prod(reduce.shape()), rows = prod(x.shape()) / std::max<int64_t>(cols, 1);
   if (cols < 8 || cols % 8 != 0 || rows < 128 || rows % 16 != 0 || rows * cols < (int64_t(1) << 20) || !x.contiguous_view_offset()) return UOp();
   Ops rop = Ops(reduce.arg().ints()[0]);
