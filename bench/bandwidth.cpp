@@ -3,7 +3,7 @@
 // move (inputs read + output written), against memcpy's GB/s (bytes read + written) measured in the same run on the same
 // threads (NUM_CPU_THREADS slices copied in parallel, or one thread if that is faster). Each side's best run,
 // alternating; values compared with a double-precision host loop.
-//   build/bench/bandwidth [MiB=64]
+//   build/bench/bandwidth [MiB=64] [only the cases whose name contains this]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
               (long long)rows, (long long)cols, (long long)mib, threads, 2 * bytes / c1 / 1e9, threads, 2 * bytes / cn / 1e9);
   bool ok = true;
   for (auto& c : cases) {
+    if (argc > 2 && c.name.find(argv[2]) == std::string::npos) continue;
     Tensor out;
     auto ours = [&] { out = c.op().realize(); };
     auto theirs = [&] { threads > 1 && cn < c1 ? copyn() : copy1(); };

@@ -48,6 +48,36 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
   return UOp();
 }
 
+// the reduce splits below: SIMD kernels on the CPU, a float32 input of known shape
+bool simd_cpu_float_reduce(const UOp& reduce, const UOp& x) {
+  std::string dev = reduce.device().value_or("");
+  return simd_kernels() && x.dtype() == dtypes::float32 && !reduce.has_sym_shape() && !x.has_sym_shape() && (dev == "CPU" || dev.starts_with("CPU:"));
+}
+// ... read straight from a buffer (no elementwise op or reduce to fuse into the first kernel)
+bool stored(const UOp& x) { return !GroupOp::Elementwise.has(x.base().op()) && x.base().op() != REDUCE; }
+
+// SIMD CPU kernels, a float32 reduce of a whole tensor (no axis kept, none expanded): its n elements as (parts, n /
+// (parts * 64), 64), reduced over the middle axis first, then the parts * 64 partials. Each part is a contiguous stretch
+// of the input, streamed by one thread a row of 64 at a time into 64 columns of vector accumulators (column_reduce in
+// the heuristic), where tinygrad's split below reads each part's outputs as one chain of scalar adds. Parts: the most,
+// up to 256, that the threads divide evenly; within REDUCEOP_SPLIT_SIZE like that split, which runs when this one does
+// not fit. Each part streams at least 2 rows, so the partials are at most half the input and splitting them again
+// (a low REDUCEOP_SPLIT_THRESHOLD) ends
+UOp split_whole_reduce(const UOp& reduce, const UOp& x, const std::vector<int64_t>& real_axes) {
+  const Settings& st = settings();
+  if (!simd_cpu_float_reduce(reduce, x) || prod(reduce.shape()) != 1) return UOp();
+  const Shape& xs = x.shape();
+  for (size_t i = 0; i < xs.size(); i++) if (xs[i] > 1 && !has(real_axes, int64_t(i))) return UOp();
+  constexpr int64_t cols = 64;
+  int64_t n = prod(xs), threads = st.THREADS ? std::max<int64_t>(1, st.NUM_CPU_THREADS) : 1;
+  for (int64_t parts = std::min<int64_t>(256, (int64_t(1) << st.REDUCEOP_SPLIT_SIZE) / cols); parts >= 8; parts--)
+    if (parts % threads == 0 && n % (parts * cols) == 0 && n / (parts * cols) >= 2) {
+      Ops rop = Ops(reduce.arg().ints()[0]);
+      return x.reshape({parts, n / (parts * cols), cols}).rop(rop, {1}).contiguous().rop(rop, {0, 1}).reshape(reduce.shape());
+    }
+  return UOp();
+}
+
 UOp split_reduceop(const UOp& reduce, const UOp& x) {
   if (reduce.has_sym_shape() || x.has_sym_shape()) return UOp();  // symbolic sizes: no split
   int64_t rsize = prod(reduce.shape());
@@ -57,7 +87,8 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   // SIMD CPU kernels split at a quarter of the threshold into parts a quarter the size (fewer parts): beautiful_mnist's
   // last weight gradients (c3, c4 in bench/conv: 32,768 and 18,432 terms per weight) run 10-15 % faster
   std::string dev = reduce.device().value_or("");
-  int64_t quarter = simd_kernels() && (dev == "CPU" || dev.starts_with("CPU:")) ? 2 : 0;
+  // (not a whole reduce: its split's 2^14 partials would be split again)
+  int64_t quarter = simd_kernels() && rsize > 1 && (dev == "CPU" || dev.starts_with("CPU:")) ? 2 : 0;
   if (!st.SPLIT_REDUCEOP || prod(xs) / rsize < st.REDUCEOP_SPLIT_THRESHOLD >> quarter) return UOp();
   // which axes of x are real (not expanded): index x with ranges, push the index through its movement ops
   std::vector<UOp> rngs;
@@ -66,6 +97,7 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   std::vector<int64_t> range_nums;
   for (auto& r : indexed.ranges()) range_nums.push_back(r.arg().ints()[0]);
   int64_t naxes = reduce.arg().ints()[1];
+  if (UOp c = split_whole_reduce(reduce, x, range_nums)) return c;
   std::optional<std::pair<int64_t, int64_t>> split;
   for (int64_t i = 0; i < naxes && !split; i++)
     for (int64_t d = std::min<int64_t>(256, (int64_t(1) << std::max<int64_t>(st.REDUCEOP_SPLIT_SIZE - quarter, 0)) / rsize); d >= 8 && !split; d--)
@@ -88,6 +120,40 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   Ops rop = Ops(reduce.arg().ints()[0]);
   int64_t split_axis = split_first ? 0 : int64_t(reduce.shape().size());
   return splitted.rop(rop, first_axes).contiguous().rop(rop, {split_axis}).reshape(reduce.shape());
+}
+
+// SIMD CPU kernels, a float32 reduce of each contiguous row of K >= 1024 elements (a multiple of 64) of a stored tensor
+// of 2^20 elements or more (a sum or max over the last axis): read as (rows, K / 64, 64) and reduced over the middle
+// axis first, then the rows' 64 partials. The first kernel keeps 64 columns of vector accumulators per row
+// (column_reduce) where the heuristic's tile reduces 4 floats of 8 rows a step into 8 scalars, which clang shuffles
+// lane by lane (max over a 4096 x 4096 tensor: half the sum's speed). The partials add 1/16 to the bytes read when K
+// is 1024
+UOp split_row_reduce(const UOp& reduce, const UOp& x) {
+  if (!simd_cpu_float_reduce(reduce, x) || !stored(x)) return UOp();
+  const Shape& xs = x.shape();
+  int64_t naxes = reduce.arg().ints()[1], rows = prod(reduce.shape()), k = prod(Shape(xs.begin(), xs.begin() + naxes));
+  if (rows < 2 || k < 1024 || k % 64 != 0 || rows * k < (int64_t(1) << 20)) return UOp();
+  std::vector<int64_t> rows_first;  // x has the reduced axes first: put them last, where a row must be contiguous
+  for (int64_t i = naxes; i < int64_t(xs.size()); i++) rows_first.push_back(i);
+  for (int64_t i = 0; i < naxes; i++) rows_first.push_back(i);
+  UOp view = x.permute(rows_first);
+  if (!view.contiguous_view_offset()) return UOp();
+  Ops rop = Ops(reduce.arg().ints()[0]);
+  return view.reshape({rows, k / 64, 64}).rop(rop, {1}).contiguous().rop(rop, {1}).reshape(reduce.shape());
+}
+
+// SIMD CPU kernels, a float32 reduce over the outer axes of a stored tensor of 2^20 elements or more whose kept axes
+// are contiguous (a sum down the columns), at least 128 rows of a multiple of 8 columns: read as (rows / 16, 16,
+// columns), reduced over blocks of 16 rows first, then over the blocks. One pass of column_reduce's 64-column tile down
+// all the rows reads 256 bytes of every row, a page apart for a row of 1024 floats or more (4096 x 4096: 4.5-9 GB/s
+// in most runs); a block of 16 rows keeps the tile's passes within 16 neighbouring rows (14-25 GB/s), for 1/16 more
+// bytes written and read back
+UOp split_column_reduce(const UOp& reduce, const UOp& x) {
+  if (!simd_cpu_float_reduce(reduce, x) || !stored(x)) return UOp();
+  int64_t cols = prod(reduce.shape()), rows = prod(x.shape()) / std::max<int64_t>(cols, 1);
+  if (cols < 8 || cols % 8 != 0 || rows < 128 || rows % 16 != 0 || rows * cols < (int64_t(1) << 20) || !x.contiguous_view_offset()) return UOp();
+  Ops rop = Ops(reduce.arg().ints()[0]);
+  return x.reshape({rows / 16, 16, cols}).rop(rop, {1}).contiguous().rop(rop, {0}).reshape(reduce.shape());
 }
 
 // SIMD CPU kernels: a light REDUCE (a pooling window: 16 terms or fewer per output) fed, through elementwise ops and
@@ -200,6 +266,8 @@ UOp inline_functions(const UOp& x) { return graph_rewrite(x, pm_inline_functions
 const PatternMatcher& earliest_rewrites() {
   static const PatternMatcher pm = mop_cleanup() + pm_inline_functions() + PatternMatcher{
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_reduceop(m["reduce"], m["x"]); },
+      U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_row_reduce(m["reduce"], m["x"]); },
+      U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_column_reduce(m["reduce"], m["x"]); },
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return separate_heavy_reduce(m["reduce"], m["x"]); },
       U(OpSet{DETACH, CONTIGUOUS_BACKWARD}, {}, {}, {}, "x") >> [](M m) { return m["x"].src(0); },
       // the SINK only references bases

@@ -395,6 +395,42 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
   return false;
 }
 
+// CPU reduces along a strided axis (a column sum, the first kernel of a split whole reduce): every input is contiguous
+// along one output axis, which gets SIMD lanes and then as many vectors as make 64 columns (8 ymm or 4 zmm
+// accumulators: several adds in flight), so each step of the reduce loads whole vectors of one row into accumulators
+// held in registers, where the upcasts below give 4 scalar chains and read each row a few floats at a time
+bool column_reduce(Scheduler& k) {
+  if (k.ren.has_local || k.ren.vector_width == 0 || k.reduceops().size() != 1 || k.upcasted()) return false;
+  std::vector<UOp> stored, loads;
+  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
+  for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  auto red = k.ranges_of({AxisType::REDUCE});
+  if (loads.empty() || red.empty()) return false;
+  for (auto a : k.upcastable_dims()) {
+    int64_t lanes = fs[a] % k.ren.vector_width == 0 ? k.ren.vector_width : fs[a] % 8 == 0 ? 8 : 0, vecs = 64 / std::max<int64_t>(lanes, 1);
+    bool columns = lanes > 0 && std::all_of(loads.begin(), loads.end(), [&](const UOp& b) {
+      UOp idx = b.src(1).get_idx();
+      return b.dtype() == dtypes::float32 && stride_in(idx, rs[a]) == 1 &&
+             std::all_of(red.begin(), red.end(), [&](const UOp& r) { auto s = stride_in(idx, r); return s && *s != 1; });
+    });
+    if (!columns) continue;
+    while (fs[a] % (lanes * vecs) != 0) vecs /= 2;
+    try {
+      Scheduler t = k;
+      auto rest = t.apply_opt(Opt{OptOps::UPCAST, a, Arg(lanes)});
+      if (vecs > 1) {
+        auto now = t.rngs();
+        t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), rest->first) - now.begin()), Arg(vecs)});
+      }
+      k = t;
+      return true;
+    } catch (const KernelOptError&) { return false; }
+  }
+  return false;
+}
+
 // CPU copies whose input is stored in another order than the output (a transpose, the packed GEMM's B panels): in the
 // output's order each step reads a few elements from a row far from the last one (B's rows 16 KiB apart at N=4096: a
 // new page per step, 1-2 GB/s). Vector lanes on the output's contiguous axis, then the input's next stored axis as
@@ -553,7 +589,7 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   // more than that)
   bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
-              simd_upcast(k, big ? k.ren.vector_width : 8, big);
+              (simd_upcast(k, big ? k.ren.vector_width : 8, big) || column_reduce(k));
   if (!simd && !k.ren.has_local && k.ren.vector_width > 0 && !k.upcasted())
     if (UOp lane = matvec_lanes(k)) {
       apply_threads(k);
