@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "../tests/support/random.h"
 #include "tg/nn.h"
 #include "tg/state.h"
 #include "tg/tensor.h"
@@ -53,13 +54,7 @@ inline Times alternate(const std::function<void()>& ours, const std::function<vo
   return best;
 }
 
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) { return tg::test::randv(n, seed, lo, hi); }
 
 inline torch::Tensor to_torch(const tg::Tensor& t) {
   std::vector<float> v = t.cast(tg::dtypes::float32).to_vector<float>();

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
+#include "support/random.h"
 #include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "tensor/tensor_impl.h"
@@ -39,16 +39,40 @@ ClangRenderer with_width(int64_t w) {
   return r;
 }
 
-std::vector<float> randv(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using tg::test::randv;
 
 // a float32 sum of random terms against the exact one: 2e-6 of the sum of the terms' magnitudes
 double tol(double abs_sum) { return 2e-6 * abs_sum + 1e-5; }
+
+// the exact sum, sum of magnitudes and max of n elements of v, step apart from start
+struct Line {
+  double s = 0, abs = 0, m = -INFINITY;
+};
+Line line(const std::vector<float>& v, int64_t start, int64_t n, int64_t step) {
+  Line l;
+  for (int64_t i = 0; i < n; i++) {
+    double x = v[size_t(start + i * step)];
+    l.s += x, l.abs += std::fabs(x), l.m = std::max(l.m, x);
+  }
+  return l;
+}
+
+// a split reduce: its first kernel reads whole vectors into 64 columns (lanes, then 64 / lanes vectors) at both widths,
+// its second sums `partials` outputs
+void expect_64_column_partials(const Tensor& red, int64_t partials) {
+  auto ks = kernels(red);
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(outputs_summed(ks[1]), partials);
+  for (int64_t w : {8, 16}) {
+    ClangRenderer ren = with_width(w);
+    Scheduler k = hand_coded_optimizations(Scheduler(ks[0], caps_of(ren)));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0].arg, Arg(w));
+    EXPECT_EQ(k.applied_opts[1].arg, Arg(64 / w));
+    std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src;
+    EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << src;
+  }
+}
 
 }  // namespace
 
@@ -64,11 +88,7 @@ TEST(ColumnReduce, ColumnSumsMatchADoubleLoop) {
       auto sum = a.sum(0).to_vector<float>(), mx = a.max(0).to_vector<float>();
       ASSERT_EQ(sum.size(), size_t(c));
       for (int64_t j = 0; j < c; j++) {
-        double s = 0, abs = 0, m = -INFINITY;
-        for (int64_t i = 0; i < r; i++) {
-          double x = v[size_t(i * c + j)];
-          s += x, abs += std::fabs(x), m = std::max(m, x);
-        }
+        auto [s, abs, m] = line(v, j, r, c);
         ASSERT_NEAR(sum[size_t(j)], s, tol(abs)) << r << "x" << c << " column " << j << ", " << threads << " threads";
         ASSERT_EQ(mx[size_t(j)], float(m)) << r << "x" << c << " column " << j << ", " << threads << " threads";
       }
@@ -213,11 +233,7 @@ TEST(ColumnReduce, RowReducesOfStoredTensorsMatchADoubleLoop) {
       auto sum = a.sum(1).to_vector<float>(), mx = a.max(1).to_vector<float>(), tsum = a.transpose(0, 1).sum(0).to_vector<float>();
       ASSERT_EQ(sum.size(), size_t(r));
       for (int64_t i = 0; i < r; i++) {
-        double s = 0, abs = 0, m = -INFINITY;
-        for (int64_t j = 0; j < c; j++) {
-          double x = v[size_t(i * c + j)];
-          s += x, abs += std::fabs(x), m = std::max(m, x);
-        }
+        auto [s, abs, m] = line(v, i * c, c, 1);
         ASSERT_NEAR(sum[size_t(i)], s, tol(abs)) << r << "x" << c << " row " << i << ", " << threads << " threads";
         ASSERT_NEAR(tsum[size_t(i)], s, tol(abs)) << r << "x" << c << " row " << i << " through a transpose";
         ASSERT_EQ(mx[size_t(i)], float(m)) << r << "x" << c << " row " << i << ", " << threads << " threads";
@@ -229,18 +245,7 @@ TEST(ColumnReduce, RowReducesOfStoredTensorsMatchADoubleLoop) {
 TEST(ColumnReduce, RowReduceIsSplitIntoColumnsOfPartials) {
   Tensor a = Tensor::from_vector(std::vector<float>(1 << 20), {1024, 1024}).realize();
   for (auto red : {a.sum(1), a.max(1)}) {
-    auto ks = kernels(red);
-    ASSERT_EQ(ks.size(), 2u);
-    EXPECT_EQ(outputs_summed(ks[1]), 1024 * 64);
-    for (int64_t w : {8, 16}) {
-      ClangRenderer ren = with_width(w);
-      Scheduler k = hand_coded_optimizations(Scheduler(ks[0], caps_of(ren)));
-      ASSERT_GE(k.applied_opts.size(), 2u);
-      EXPECT_EQ(k.applied_opts[0].arg, Arg(w));
-      EXPECT_EQ(k.applied_opts[1].arg, Arg(64 / w));
-      std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src;
-      EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << src;
-    }
+    expect_64_column_partials(red, 1024 * 64);
   }
   // the rows of a transposed view are a's columns: blocks of 16 of a's rows (split_column_reduce)
   auto tk = kernels(a.transpose(0, 1).sum(1));
@@ -257,18 +262,7 @@ TEST(ColumnReduce, RowReduceIsSplitIntoColumnsOfPartials) {
 TEST(ColumnReduce, ColumnReduceIsSplitIntoBlocksOfRows) {
   Tensor a = Tensor::from_vector(std::vector<float>(1 << 20), {1024, 1024}).realize();
   for (auto red : {a.sum(0), a.max(0)}) {
-    auto ks = kernels(red);
-    ASSERT_EQ(ks.size(), 2u);
-    EXPECT_EQ(outputs_summed(ks[1]), 64 * 1024) << "64 blocks of 16 rows";
-    for (int64_t w : {8, 16}) {
-      ClangRenderer ren = with_width(w);
-      Scheduler k = hand_coded_optimizations(Scheduler(ks[0], caps_of(ren)));
-      ASSERT_GE(k.applied_opts.size(), 2u);
-      EXPECT_EQ(k.applied_opts[0].arg, Arg(w));
-      EXPECT_EQ(k.applied_opts[1].arg, Arg(64 / w));
-      std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src;
-      EXPECT_NE(src.find("*((float" + std::to_string(w) + "*)((data1_"), std::string::npos) << src;
-    }
+    expect_64_column_partials(red, 64 * 1024);  // 64 blocks of 16 rows
   }
   // one kernel: 1004 columns (not 8's multiple), 120 rows, under 2^20 elements, a computed input, SIMD=0
   EXPECT_EQ(kernels(Tensor::from_vector(std::vector<float>(1024 * 1004), {1024, 1004}).realize().sum(0)).size(), 1u);

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
+#include "support/random.h"
 #include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "tensor/tensor_impl.h"
@@ -30,13 +30,7 @@ ClangRenderer with_width(int64_t w) {  // the host's width is one of these; both
   return r;
 }
 
-std::vector<float> randv(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using tg::test::randv;
 
 }  // namespace
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
+#include "support/random.h"
 #include "support/error_of.h"
 #include "util/stats.h"
 #include "tg/context.h"
@@ -17,13 +17,7 @@ namespace {
 using Vec = std::vector<float>;
 Tensor T(const Vec& v, const Shape& s, const std::string& dev = "") { return Tensor::from_vector(v, s, std::nullopt, dev); }
 Vec V(const Tensor& t) { return t.to_vector<float>(); }
-Vec rnd(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
-  Vec v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+Vec rnd(size_t n, unsigned seed) { return tg::test::randv(n, seed, -2.f, 2.f); }
 void expect_near(const Vec& got, const Vec& want, float tol = 1e-4f) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], tol * std::max(1.f, std::fabs(want[i]))) << "at " << i;

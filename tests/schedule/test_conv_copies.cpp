@@ -6,8 +6,8 @@
 // double-precision loops.
 #include <gtest/gtest.h>
 
-#include <random>
 
+#include "support/random.h"
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
 
@@ -17,13 +17,7 @@ namespace {
 
 constexpr int64_t N = 2, CI = 3, CO = 8, K = 3, HW = 9, O = HW - K + 1;
 
-std::vector<float> randv(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using tg::test::randv;
 
 struct Kernels {
   int all = 0, reducing = 0;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
+#include "support/random.h"
 #include "tensor/tensor_impl.h"
 #include "tg/context.h"
 #include "tg/nn.h"
@@ -17,13 +17,7 @@ namespace {
 
 constexpr int64_t N = 3, CI = 4, CO = 8, K = 5, HW = 14, O = HW - K + 1, P = O / 2;
 
-std::vector<float> randv(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using tg::test::randv;
 
 struct Kernels {
   int reducing = 0, nested = 0;  // kernels with a REDUCE; kernels with a REDUCE inside another's source
