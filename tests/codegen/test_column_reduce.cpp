@@ -21,7 +21,8 @@ namespace {
 
 std::vector<UOp> kernels(const Tensor& t) {
   std::vector<UOp> out;
-  for (auto& c : schedule_linear({t}).src())
+  UOp sched = schedule_linear({t});  // kept alive: src() views its node
+  for (auto& c : sched.src())
     if (c.src(0).op() == Ops::SINK) out.push_back(c.src(0));
   return out;
 }

@@ -76,7 +76,8 @@ TEST(Simd, LanesAreInnermostInTheAccumulators) {
   // be lanes of one row (one broadcast input times a vector of weights), not one lane of 8 rows
   Tensor x = Tensor::empty({16, 32, 10, 10}), w = Tensor::empty({64, 32, 3, 3});
   UOp ast;
-  for (auto& c : schedule_linear({x.conv2d(w)}).src())
+  UOp sched = schedule_linear({x.conv2d(w)});  // kept alive: src() views its node
+  for (auto& c : sched.src())
     if (c.src(0).op() == Ops::SINK)
       for (auto& u : c.src(0).toposort()) if (u.op() == Ops::REDUCE) ast = c.src(0);  // the convolution, not the weights' copy
   ASSERT_TRUE(ast.get());

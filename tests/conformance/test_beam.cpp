@@ -19,7 +19,8 @@ namespace {
 // the only kernel of t's schedule, before opts
 tg::UOp only_kernel(const tg::Tensor& t) {
   std::vector<tg::UOp> ks;
-  for (auto& c : tg::schedule_linear({t}).src())
+  tg::UOp sched = tg::schedule_linear({t});  // kept alive: src() views its node
+  for (auto& c : sched.src())
     if (c.src(0).op() == tg::Ops::SINK) ks.push_back(c.src(0));
   if (ks.size() != 1) throw tg::Error("expected one kernel, got " + std::to_string(ks.size()));
   return ks[0];

@@ -44,7 +44,8 @@ const std::vector<Mm> shapes{
 
 std::string kernel_src(const tg::Tensor& t, size_t which) {  // the which-th kernel of t's schedule, as the CPU renders it
   std::vector<tg::UOp> kernels;
-  for (auto& c : tg::schedule_linear({t}).src())
+  tg::UOp sched = tg::schedule_linear({t});  // kept alive: src() views its node
+  for (auto& c : sched.src())
     if (c.src(0).op() == tg::Ops::SINK) kernels.push_back(c.src(0));
   if (which >= kernels.size()) return "";
   return tg::to_program(kernels[which], tg::ClangRenderer())->kernel.src;

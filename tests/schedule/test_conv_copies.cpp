@@ -25,7 +25,8 @@ struct Kernels {
 // (scheduling points the tensors at buffers the schedule would fill: each call builds a fresh graph)
 Kernels kernels_of(const std::vector<Tensor>& ts) {
   Kernels k;
-  for (auto& c : schedule_linear(ts).src()) {
+  UOp sched = schedule_linear(ts);  // kept alive: src() views its node
+  for (auto& c : sched.src()) {
     if (c.src(0).op() != Ops::SINK) continue;
     k.all++;
     bool r = false;

@@ -25,7 +25,8 @@ struct Kernels {
 // (scheduling points the tensor at buffers the schedule would fill: the caller realizes a fresh copy of the graph)
 Kernels kernels_of(const Tensor& t) {
   Kernels k;
-  for (auto& c : schedule_linear({t}).src()) {
+  UOp sched = schedule_linear({t});  // kept alive: src() views its node
+  for (auto& c : sched.src()) {
     if (c.src(0).op() != Ops::SINK) continue;
     bool any = false, nested = false;
     for (auto& r : c.src(0).toposort())
@@ -137,7 +138,8 @@ TEST(HeavyReduce, ConvBiasAndReluRunAfterTheConvKernel) {
   auto y = [&] { return Tensor::from_vector(c.x, {N, CI, HW, HW}).conv2d(Tensor::from_vector(c.w, {CO, CI, K, K}), Tensor::from_vector(hb)).relu(); };
   Context simd({{"SIMD", 1}});
   int conv_kernels = 0;
-  for (auto& call : schedule_linear({y()}).src()) {
+  UOp sched = schedule_linear({y()});  // kept alive: src() views its node
+  for (auto& call : sched.src()) {
     if (call.src(0).op() != Ops::SINK) continue;
     int bufs = 0;
     bool reduces = false;
