@@ -48,10 +48,14 @@ UOp fix_store_hazard(const UOp& target, const UOp& src) {
   return UOp();
 }
 
+// SIMD kernels, and u runs on a CPU device
+bool simd_cpu(const UOp& u) {
+  std::string dev = u.device().value_or("");
+  return simd_kernels() && (dev == "CPU" || dev.starts_with("CPU:"));
+}
 // the reduce splits below: SIMD kernels on the CPU, a float32 input of known shape
 bool simd_cpu_float_reduce(const UOp& reduce, const UOp& x) {
-  std::string dev = reduce.device().value_or("");
-  return simd_kernels() && x.dtype() == dtypes::float32 && !reduce.has_sym_shape() && !x.has_sym_shape() && (dev == "CPU" || dev.starts_with("CPU:"));
+  return simd_cpu(reduce) && x.dtype() == dtypes::float32 && !reduce.has_sym_shape() && !x.has_sym_shape();
 }
 // ... read straight from a buffer (no elementwise op or reduce to fuse into the first kernel)
 bool stored(const UOp& x) { return !GroupOp::Elementwise.has(x.base().op()) && x.base().op() != REDUCE; }
@@ -86,9 +90,8 @@ UOp split_reduceop(const UOp& reduce, const UOp& x) {
   const Settings& st = settings();
   // SIMD CPU kernels split at a quarter of the threshold into parts a quarter the size (fewer parts): beautiful_mnist's
   // last weight gradients (c3, c4 in bench/conv: 32,768 and 18,432 terms per weight) run 10-15 % faster
-  std::string dev = reduce.device().value_or("");
   // (not a whole reduce: its split's 2^14 partials would be split again)
-  int64_t quarter = simd_kernels() && rsize > 1 && (dev == "CPU" || dev.starts_with("CPU:")) ? 2 : 0;
+  int64_t quarter = rsize > 1 && simd_cpu(reduce) ? 2 : 0;
   if (!st.SPLIT_REDUCEOP || prod(xs) / rsize < st.REDUCEOP_SPLIT_THRESHOLD >> quarter) return UOp();
   // which axes of x are real (not expanded): index x with ranges, push the index through its movement ops
   std::vector<UOp> rngs;
@@ -167,9 +170,7 @@ UOp separate_heavy_reduce(const UOp& reduce, const UOp& x) {
     const auto &in = shape_or_none(r.src(0)), &out = shape_or_none(r);
     return in && out && prod(*out) > 0 ? prod(*in) / prod(*out) : 0;
   };
-  if (!simd_kernels() || reduce.has_sym_shape() || terms(reduce) == 0 || terms(reduce) > 16) return UOp();
-  std::string dev = reduce.device().value_or("");
-  if (!(dev == "CPU" || dev.starts_with("CPU:"))) return UOp();
+  if (!simd_cpu(reduce) || reduce.has_sym_shape() || terms(reduce) == 0 || terms(reduce) > 16) return UOp();
   constexpr OpSet passes{RESHAPE, PERMUTE, SHRINK, PAD, FLIP};
   std::unordered_map<UOp, UOp> memo;
   bool found = false;
