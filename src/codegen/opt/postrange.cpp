@@ -334,6 +334,15 @@ std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
   return s;
 }
 
+// the kernel's indexed buffers that are read, not stored to
+std::vector<UOp> input_bufs(const Scheduler& k) {
+  std::vector<UOp> stored, loads;
+  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
+  for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
+  return loads;
+}
+
+
 // CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
 // N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
 // the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
@@ -344,9 +353,7 @@ std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
 // a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
 bool simd_upcast(Scheduler& k, int64_t width, bool big) {
   int64_t regs = width >= 16 ? 32 : 16;
-  std::vector<UOp> stored, loads;  // indices of the inputs
-  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
-  for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
+  std::vector<UOp> loads = input_bufs(k);  // indices of the inputs
   auto fs = k.full_shape();
   auto rs = k.rngs();
   auto ups = k.upcastable_dims();
@@ -401,9 +408,7 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
 // held in registers, where the upcasts below give 4 scalar chains and read each row a few floats at a time
 bool column_reduce(Scheduler& k) {
   if (k.ren.has_local || k.ren.vector_width == 0 || k.reduceops().size() != 1 || k.upcasted()) return false;
-  std::vector<UOp> stored, loads;
-  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
-  for (auto& b : k.bufs()) if (!has(stored, b)) loads.push_back(b);
+  std::vector<UOp> loads = input_bufs(k);
   auto fs = k.full_shape();
   auto rs = k.rngs();
   auto red = k.ranges_of({AxisType::REDUCE});
@@ -486,11 +491,8 @@ UOp matvec_lanes(Scheduler& k) {
   int64_t ka = ud.back(), row = ups[0];
   int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
   if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
-  std::vector<UOp> stored;
-  for (auto& u : k.ast.toposort()) if (u.op() == STORE) stored.push_back(u.src(0));
   bool weight = false;  // an input that reads along K and moves along the rows
-  for (auto& b : k.bufs()) {
-    if (has(stored, b)) continue;
+  for (auto& b : input_bufs(k)) {
     UOp idx = b.src(1).get_idx();
     std::optional<int64_t> s = stride_in(idx, rs[ka]), sr = stride_in(idx, rs[row]);
     if (!s || (*s != 0 && *s != 1)) return UOp();  // lanes are consecutive elements or one broadcast element
