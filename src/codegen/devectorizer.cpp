@@ -114,6 +114,19 @@ const PatternMatcher& devectorizer2() {
   return pm;
 }
 
+// v where xs[i] is INDEX(v, i) for every i and v is a vector of xs.size() lanes, else a null UOp
+UOp vector_of_lanes(const std::vector<UOp>& xs) {
+  size_t n = xs.size();
+  if (n == 0 || xs[0].op() != INDEX || xs[0].src().size() != 2) return UOp();
+  UOp v = xs[0].src(0);
+  if (cg_shape(v) != std::optional<Shape>(Shape{int64_t(n)})) return UOp();
+  for (size_t i = 0; i < n; i++)
+    if (xs[i].op() != INDEX || xs[i].src().size() != 2 || xs[i].src(0) != v || xs[i].src(1).op() != CONST ||
+        !xs[i].src(1).val().is_int() || xs[i].src(1).val().i != int64_t(i))
+      return UOp();
+  return v;
+}
+
 // SIMD kernels (clang's vector types): a STACK of lanes computed alike is that op on vectors of its operands, and a
 // STACK of a vector's lanes in order is the vector. The devectorizer leaves one scalar op per lane for clang's SLP
 // vectorizer, which does well on a tile's broadcasts but loses a matrix-vector product's lanes (a float16 weight row
@@ -125,13 +138,7 @@ UOp vector_lanes(const UOp& s) {
   size_t n = src.size();
   const UOp& x0 = src[0];
   if (n < 2) return UOp();
-  if (x0.op() == INDEX && x0.src().size() == 2 && cg_shape(x0.src(0)) == std::optional<Shape>(Shape{int64_t(n)})) {
-    bool lanes = true;
-    for (size_t i = 0; i < n && lanes; i++)
-      lanes = src[i].op() == INDEX && src[i].src().size() == 2 && src[i].src(0) == x0.src(0) && src[i].src(1).op() == CONST &&
-              src[i].src(1).val().is_int() && src[i].src(1).val().i == int64_t(i);
-    if (lanes) return x0.src(0);
-  }
+  if (UOp v = vector_of_lanes({src.begin(), src.end()})) return v;
   if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE}.has(x0.op())) return UOp();
   // ints and IEEE floats: clang has no bool vectors, and fp8/bfloat16 casts are bit ops the decompositions spell later
   auto plain = [](DType d) { return d.is_int() || d == dtypes::float16 || d == dtypes::float32 || d == dtypes::float64; };
@@ -164,13 +171,9 @@ UOp lane_sum_tree(const UOp& x) {
   chain.push_back(c);
   std::reverse(chain.begin(), chain.end());
   size_t n = chain.size();
-  if (n < 4 || (n & (n - 1)) != 0 || chain[0].op() != INDEX || chain[0].src().size() != 2) return UOp();
-  UOp v = chain[0].src(0);
-  if (cg_shape(v) != std::optional<Shape>(Shape{int64_t(n)})) return UOp();
-  for (size_t i = 0; i < n; i++)
-    if (chain[i].op() != INDEX || chain[i].src().size() != 2 || chain[i].src(0) != v || chain[i].src(1).op() != CONST ||
-        !chain[i].src(1).val().is_int() || chain[i].src(1).val().i != int64_t(i))
-      return UOp();
+  if (n < 4 || (n & (n - 1)) != 0) return UOp();
+  UOp v = vector_of_lanes(chain);
+  if (!v) return UOp();
   for (; n > 1; n /= 2) {
     std::vector<UOp> lo, hi;
     for (size_t i = 0; i < n / 2; i++) lo.push_back(v.index({cint(int64_t(i))})), hi.push_back(v.index({cint(int64_t(i + n / 2))}));
