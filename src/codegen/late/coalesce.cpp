@@ -18,8 +18,18 @@ const PatternMatcher& indexing_simplify() {
   static const PatternMatcher pm = PatternMatcher{
       U(INDEX, {}, {V("buf"), invalid_gate()}) >> [](M m) {
         const UOp &x = m["x"], &cond = m["cond"];
-        UOp idx = uop_given_valid(cond, x);
-        return idx == x || idx == x.simplify() ? UOp() : m["buf"].index({idx.valid(cond)});
+        // loads inside the index stand in as opaque values: their own gates stay even where the outer gate implies
+        // them, since a load in the index is rendered before the outer gate is tested (it would read out of bounds)
+        std::unordered_map<UOp, UOp> hide, show;
+        for (auto& u : x.toposort())
+          if (u.op() == LOAD) {
+            ParamArg pa{-1, u.dtype(), std::pair<ConstVal, ConstVal>{u.vmin(), u.vmax()}, 1, "load" + std::to_string(hide.size()), AddrSpace::ALU};
+            UOp h = UOp::make(PARAM, u.dtype(), {UOp::stack({})}, Arg(std::move(pa)));
+            hide[u] = h, show[h] = u;
+          }
+        UOp hx = hide.empty() ? x : x.substitute(hide), idx = uop_given_valid(cond, hx);
+        if (idx == hx || idx == hx.simplify()) return UOp();
+        return m["buf"].index({(hide.empty() ? idx : idx.substitute(show)).valid(cond)});
       },
   }.pure();
   return pm;
