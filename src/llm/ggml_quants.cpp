@@ -14,11 +14,15 @@ Tensor f32(const Tensor& t) { return t.cast(dtypes::float32); }
 Tensor cols(const Tensor& b, int64_t s, int64_t e) { return b.shrink({{0, b.shape()[0]}, {s, e}}); }
 // the float16 at byte s of every block, as float32 of shape (nb, 1)
 Tensor half_at(const Tensor& b, int64_t s) { return f32(cols(b, s, s + 2).bitcast(dtypes::float16)); }
-// (t >> s) for each shift s, stacked as a new axis `dim`: numpy's t.reshape(..., 1, ...) >> [s0, s1, ...]
+// (t >> s) for each shift s, stacked as a new axis `dim`: numpy's t.reshape(..., 1, ...) >> [s0, s1, ...], as uint32.
+// One shift by an amount picked along the new axis (the same for a vector's lanes, where a stack of shifts is a select
+// per element), on 32-bit lanes: the bytes widen once as they load, then shift, mask and convert to float in place
 Tensor spread(const Tensor& t, int64_t dim, std::initializer_list<int> shifts) {
   std::vector<Tensor> v;
-  for (int s : shifts) v.push_back(t >> Tensor(s));
-  return Tensor::stack(v, dim);
+  for (int s : shifts) v.push_back(Tensor(s, dtypes::uint32));
+  Shape s(size_t(t.ndim() + 1), 1);
+  s[size_t(dim)] = int64_t(shifts.size());
+  return t.cast(dtypes::uint32).unsqueeze(dim) >> Tensor::stack(v).reshape(s);
 }
 // the low and high nibbles of each byte of (nb, k) as (nb, 2k): byte j's low nibble is element j, its high one j + k
 Tensor nibbles(const Tensor& q) { return (spread(q, 1, {0, 4}) & Tensor(0xF)).flatten(1); }
