@@ -21,13 +21,13 @@ const PatternMatcher& indexing_simplify() {
         // loads inside the index stand in as opaque values: their own gates stay even where the outer gate implies
         // them, since a load in the index is rendered before the outer gate is tested (it would read out of bounds)
         std::unordered_map<UOp, UOp> hide, show;
-        for (auto& u : x.toposort())
-          if (u.op() == LOAD) {
+        for (const UOp* r : {&x, &cond})  // the gate's loads too: it bounds expressions of the same loads
+          for (auto& u : r->toposort()) if (u.op() == LOAD && !hide.count(u)) {
             ParamArg pa{-1, u.dtype(), std::pair<ConstVal, ConstVal>{u.vmin(), u.vmax()}, 1, "load" + std::to_string(hide.size()), AddrSpace::ALU};
             UOp h = UOp::make(PARAM, u.dtype(), {UOp::stack({})}, Arg(std::move(pa)));
             hide[u] = h, show[h] = u;
           }
-        UOp hx = hide.empty() ? x : x.substitute(hide), idx = uop_given_valid(cond, hx);
+        UOp hx = hide.empty() ? x : x.substitute(hide), idx = uop_given_valid(hide.empty() ? cond : cond.substitute(hide), hx);
         if (idx == hx || idx == hx.simplify()) return UOp();
         return m["buf"].index({(hide.empty() ? idx : idx.substitute(show)).valid(cond)});
       },
