@@ -141,10 +141,11 @@ TEST(ConformanceNN, Conv2d) {
 
 // Windows over a zero padding: with SIMD=1 the kernels' window ranges are clipped to the input (pm_clip_reduce_gates)
 // and the input gradient of a stride-1 convolution is a convolution of the unpadded gradient with such windows; SIMD=0
-// keeps tinygrad's kernels and the stored padded gradient. Forward and both gradients against torch at both settings: the main job's 5x5 and 3x3
-// windows, a padding wider than the window (windows wholly in the padding: empty ranges), per-side pads, a batch whose
-// product is not a plain load (relu before, a scale after), a padding of ones (not zero: nothing clipped), dilation and
-// groups (their input gradients keep the stored padded gradient), and a stride-1 transposed convolution.
+// keeps tinygrad's kernels and the stored padded gradient. Forward and both gradients against torch at both settings:
+// the main job's 5x5 and 3x3 windows, a padding wider than the window (windows wholly in the padding: empty ranges),
+// per-side pads, a product that is not a plain load (relu before, a scale after), a padding of ones (not zero: nothing
+// clipped), dilation (its input gradient keeps the stored padded gradient), groups, and a stride-1 transposed
+// convolution.
 TEST(ConformanceNN, Conv2dClippedWindows) {
   std::vector<Case> cases{
       {"k5 pad0 (main job c2)", {F({3, 4, 12, 12}), F({6, 4, 5, 5}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
