@@ -70,6 +70,22 @@ TEST(ClipReduceGates, WindowRunsInsideTheInput) {
   EXPECT_EQ(at(idx.substitute({{nr, UOp::const_(int64_t(0))}}), k.o, 4), 3);
 }
 
+TEST(ClipReduceGates, EveryFormOfTheGate) {
+  // the same window gate written four ways: r on either side of `<`, plain or negated
+  Window k;
+  UOp lo_left = (k.pos < P).logical_not(), lo_right = lit(P - 1) < k.pos;                            // pos >= P
+  UOp hi_left = k.pos < O + P, hi_right = (lit(O + P - 1) < k.pos).logical_not();                      // pos < O + P
+  for (auto& [lo, hi] : {std::pair{lo_left, hi_left}, {lo_right, hi_right}, {lo_left, hi_right}, {lo_right, hi_left}}) {
+    UOp red = only_reduce(graph_rewrite(k.sink(k.x.index({(k.pos - P).valid(lo & hi)})), pm_clip_reduce_gates()));
+    ASSERT_NE(red.src(1).src(0).op(), Ops::CONST) << lo.render() << " & " << hi.render();
+    for (int64_t o = 0; o < O; o++) {
+      int64_t valid = 0;
+      for (int64_t r = 0; r < K; r++) valid += o + r >= P && o + r < O + P;
+      EXPECT_EQ(at(red.src(1).src(0), k.o, o), valid) << lo.render() << " & " << hi.render() << " at output " << o;
+    }
+  }
+}
+
 TEST(ClipReduceGates, WindowWhollyInThePaddingIsEmpty) {
   // padded by 3 before, a window of 3: the first output's window is all padding
   UOp o = UOp::range(4, 0), r = UOp::range(3, 1, AxisType::REDUCE), pos = o + r;
