@@ -195,6 +195,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
     sink = rewrite("initial_sym", sink, initial_sym);
     sink = rewrite("simplify_ranges", sink, simplify_ranges, &range_ctx);
     sink = tracked("apply_opts", [&] { return apply_opts(sink, ren); });
+    if (ren.simd_vectors()) sink = rewrite("pm_clip_reduce_gates", sink, pm_clip_reduce_gates());  // SIMD=0: tinygrad's kernels
   }
 
   // ** expander **

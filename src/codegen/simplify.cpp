@@ -1,4 +1,5 @@
-// tinygrad's codegen/simplify.py, in its order: 1. range flattening, merging and splitting, 2. reduce simplification.
+// tinygrad's codegen/simplify.py, in its order: 1. range flattening, merging and splitting, 2. reduce ranges clipped to
+// their gates (ours), 3. reduce simplification.
 #include "codegen/simplify.h"
 
 #include <functional>
@@ -30,6 +31,13 @@ bool already_flat(const std::vector<UOp>& rngs) {
 }
 }  // namespace
 
+std::vector<UOp> closed_ranges(const std::vector<UOp>& srcs) {
+  std::vector<UOp> rs = UOp::sink(srcs).ranges(), keep;
+  for (auto& x : srcs) for (auto& r : x.op() == RANGE ? std::vector{x} : x.ranges()) keep.push_back(r);
+  std::erase_if(rs, [&](const UOp& r) { return !has(keep, r); });
+  return rs;
+}
+
 const PatternMatcher& pm_flatten_range() {
   static const PatternMatcher pm = PatternMatcher{
       U(OpSet{REDUCE, END}, {}, {}, {}, "r") >> [](M m) {
@@ -38,7 +46,7 @@ const PatternMatcher& pm_flatten_range() {
         if (rngs.empty() || already_flat(rngs)) return UOp();
         for (auto& x : rngs) (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : real).push_back(x);
         std::vector<UOp> src{r.src(0)};
-        for (auto& x : UOp::sink(real).ranges()) src.push_back(x);
+        for (auto& x : closed_ranges(real)) src.push_back(x);
         src.insert(src.end(), backedge.begin(), backedge.end());
         return r.replace({.src = src});
       },
@@ -135,7 +143,88 @@ const PatternMatcher& pm_split_ranges() {
   return pm;
 }
 
-// ***** 2. reduce simplification *****
+// ***** 2. reduce ranges clipped to their gates *****
+
+namespace {
+// e as r + rest, rest free of r: rest (0 when e is r), else a null UOp
+UOp without_range(const UOp& e, const UOp& r) {
+  std::vector<UOp> rest;
+  int n = 0;
+  for (auto& t : e.split_uop(ADD)) {
+    if (t == r) n++;
+    else if (t.in_backward_slice_with_self(r)) return UOp();
+    else rest.push_back(t);
+  }
+  return n != 1 ? UOp() : rest.empty() ? r.const_like(0) : rest[0].usum(tail(rest, 1));
+}
+// the clauses that a product needs to be nonzero: the gates of its factors (a gated INDEX loads 0, WHERE(c, x, 0))
+void zero_gates(const UOp& x, std::vector<UOp>& out) {
+  for (UOp f : x.split_uop(MUL)) {
+    while (f.op() == CAST) f = f.src(0);
+    if (f.op() == INDEX && f.src().size() > 1 && f.src(1).op() == WHERE && f.src(1).src(2).is_invalid()) {
+      for (auto& c : f.src(1).src(0).split_uop(AND)) out.push_back(c);
+    } else if (f.op() == WHERE && f.src(2).op() == CONST && !f.src(2).val().truthy()) {
+      for (auto& c : f.src(0).split_uop(AND)) out.push_back(c);
+      zero_gates(f.src(1), out);
+    }
+  }
+}
+// REDUCE(ADD) over r of a product that is 0 where a clause `r + e < b` or `r + e >= b` (either side) is false: r runs
+// over [max(0, lower bounds), min(end, upper bounds)) instead, and those clauses go (true there). A transposed or
+// padded convolution's window over the borders: the multiply-adds with the padding's zeros are not done.
+UOp clip_reduce(const UOp& red, const std::vector<UOp>& shared) {
+  if (reduce_op(red) != ADD) return UOp();
+  std::vector<UOp> clauses, rngs = tail(red.src(), 1), new_rngs;
+  zero_gates(red.src(0), clauses);
+  std::unordered_map<UOp, UOp> sub;
+  auto bound_ok = [&](const UOp& b) {  // computable outside this reduce's loops, the same in every lane
+    for (auto& x : b.toposort())
+      if (x.op() == INDEX || (x.op() == RANGE && (has(rngs, x) || axis_type(x) == AxisType::UPCAST || axis_type(x) == AxisType::UNROLL))) return false;
+    return true;
+  };
+  for (auto& r : rngs) {
+    if (r.op() != RANGE || r.src(0).op() != CONST || axis_type(r) != AxisType::REDUCE || has(shared, r)) { new_rngs.push_back(r); continue; }
+    std::vector<UOp> lo, hi;
+    auto add = [](std::vector<UOp>& v, const UOp& b) { if (!has(v, b)) v.push_back(b); };
+    for (auto& c : clauses) {
+      bool neg = c.op() == CMPNE && c.src(1).op() == CONST && c.src(1).val().truthy() && c.src(0).op() == CMPLT;
+      const UOp& lt = neg ? c.src(0) : c;
+      if (lt.op() != CMPLT || !lt.src(0).dtype().is_int()) continue;
+      UOp b, ea = without_range(lt.src(0), r), eb = ea ? UOp() : without_range(lt.src(1), r);
+      // r + ea < B: r < B - ea;  A < r + eb: r >= A - eb + 1;  negated: r >= B - ea, r < A - eb + 1
+      if (ea && bound_ok(b = (lt.src(1) - ea).simplify())) add(neg ? lo : hi, b);
+      else if (eb && bound_ok(b = (lt.src(0) - eb + 1).simplify())) add(neg ? hi : lo, b);
+      else continue;
+      sub[c] = UOp::const_(true);
+    }
+    if (lo.empty() && hi.empty()) { new_rngs.push_back(r); continue; }
+    UOp l = r.const_like(0), h = r.src(0);
+    for (auto& b : lo) l = l.maximum(b);
+    for (auto& b : hi) h = h.minimum(b);
+    UOp nr = r.replace({.src = std::vector{(h - l).maximum(r.const_like(0)).simplify()}});
+    sub[r] = nr + l.simplify(), new_rngs.push_back(nr);
+  }
+  if (sub.empty()) return UOp();
+  return red.replace({.src = cat({red.src(0).substitute(sub)}, new_rngs)});
+}
+}  // namespace
+
+const PatternMatcher& pm_clip_reduce_gates() {
+  static const PatternMatcher pm{
+      U(SINK, {}, {}, {}, "x") >> [](M m) {
+        // a range that two reduces share keeps its end (one RANGE node per axis)
+        std::vector<UOp> reds, seen, shared;
+        for (auto& u : m["x"].toposort()) if (u.op() == REDUCE) reds.push_back(u);
+        for (auto& u : reds) for (auto& r : tail(u.src(), 1)) (has(seen, r) ? shared : seen).push_back(r);
+        std::unordered_map<UOp, UOp> sub;
+        for (auto& u : reds) if (UOp n = clip_reduce(u, shared)) sub[u] = n;
+        return sub.empty() ? UOp() : m["x"].substitute(sub);
+      },
+  };
+  return pm;
+}
+
+// ***** 3. reduce simplification *****
 
 namespace {
 bool no_range(const UOp& u) { return !u.op_in_backward_slice_with_self(RANGE); }

@@ -216,10 +216,14 @@ CallInfo conv_call_info(const ConvArgs& a) {
     for (size_t j = 0; j < n; j++)
       output_padding.push_back(x.shape()[2 + j] + pads[j].first + pads[j].second - a.dilation[j] * (w.shape()[2 + j] - 1) - 1 -
                                (grad.shape()[2 + j] - 1) * a.stride[j]);
-    // the padded (and for strides, dilated) gradient is stored first: read in place, every load of the convolution's
-    // inner loop would test the window against the borders
+    // SIMD=1, stride and dilation 1: the convolution pads the gradient itself, and the kernel's window ranges are clipped
+    // to the gradient (pm_clip_reduce_gates: no multiply-adds with the padding's zeros, no tests in the inner loop). Else
+    // the padded (and for strides, dilated) gradient is stored first: read in place, every load would test the borders
     TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
-    Tensor dx = pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0).cast(x.dtype());
+    auto one = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); };
+    bool clipped = simd_kernels() && one(a.stride) && one(a.dilation) && std::all_of(t.pads.begin(), t.pads.end(), [](int64_t p) { return p >= 0; });
+    Tensor dx = (clipped ? t.x.conv2d(t.w, std::nullopt, a.groups, 1, 1, t.pads)
+                         : pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0)).cast(x.dtype());
     // in a FUNCTION body too, so its stored input is the forward's node once both are inlined: one copy, not two
     Tensor wp = w.as_param(1);
     Tensor dw = wrap(make_function(uop_of(conv_windows(stored_input(x.as_param(0)), wp, a).gradient({wp}, channel_last(grad.as_param(2), 1))[0]),

@@ -139,6 +139,43 @@ TEST(ConformanceNN, Conv2d) {
           "conv2d SIMD=1");
 }
 
+// Windows over a zero padding: with SIMD=1 the kernels' window ranges are clipped to the input (pm_clip_reduce_gates)
+// and the input gradient of a stride-1 convolution is a convolution of the unpadded gradient with such windows; SIMD=0
+// keeps tinygrad's kernels and the stored padded gradient. Forward and both gradients against torch at both settings:
+// the main job's 5x5 and 3x3 windows, a padding wider than the window (windows wholly in the padding: empty ranges),
+// per-side pads, a product that is not a plain load (relu before, a scale after), a padding of ones (not zero: nothing
+// clipped), dilation (its input gradient keeps the stored padded gradient), groups, and a stride-1 transposed
+// convolution.
+TEST(ConformanceNN, Conv2dClippedWindows) {
+  std::vector<Case> cases{
+      {"k5 pad0 (main job c2)", {F({3, 4, 12, 12}), F({6, 4, 5, 5}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }},
+      {"k3 pad0, 8x8 (main job c4)", {F({2, 8, 8, 8}), F({16, 8, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }},
+      {"k3 pad1", {F({2, 3, 7, 6}), F({8, 3, 3, 3}, 2, -1, 1), F({8}, 3)}, [](const TV& v) { return v[0].conv2d(v[1], v[2], 1, 1, 1, 1); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], v[2], 1, 1); }},
+      {"k2 pad3 (windows in the padding)", {F({1, 2, 4, 5}), F({3, 2, 2, 2}, 2, -1, 1), F({3}, 3)},
+       [](const TV& v) { return v[0].conv2d(v[1], v[2], 1, 1, 1, 3); }, [](const AV& v) { return at::conv2d(v[0], v[1], v[2], 1, 3); }},
+      {"pad per side", {F({2, 2, 6, 5}), F({4, 2, 3, 2}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 1, {2, 0, 1, 3}); },
+       [](const AV& v) { return at::conv2d(tpad(v[0], {2, 0, 1, 3}), v[1]); }},
+      {"relu in, scaled out", {F({2, 3, 6, 6}), F({8, 3, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].relu().conv2d(v[1], std::nullopt, 1, 1, 1, 2) * 0.5; },
+       [](const AV& v) { return at::conv2d(v[0].relu(), v[1], {}, 1, 2) * 0.5; }},
+      {"padded with ones", {F({2, 3, 6, 6}), F({4, 3, 3, 3}, 2, -1, 1)},
+       [](const TV& v) { return v[0].pad({{0, 0}, {0, 0}, {1, 2}, {2, 1}}, 1.0).conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(at::constant_pad_nd(v[0], {2, 1, 1, 2}, 1), v[1]); }},
+      {"dilation2 pad2", {F({1, 2, 7, 7}), F({3, 2, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 2, 2); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], {}, 1, 2, 2); }},
+      {"groups2 pad1", {F({2, 4, 5, 5}), F({6, 2, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 2, 1, 1, 1); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], {}, 1, 1, 1, 2); }},
+      {"conv_transpose2d pad1", {F({2, 3, 5, 5}), F({3, 4, 3, 3}, 2, -1, 1)},
+       [](const TV& v) { return v[0].conv_transpose2d(v[1], std::nullopt, 1, 1, 1, 1); }, [](const AV& v) { return at::conv_transpose2d(v[0], v[1], {}, 1, 1); }},
+  };
+  for (int64_t simd : {0, 1}) {
+    tg::Context c({{"SIMD", simd}});
+    run_all(cases, simd ? "conv2d clipped windows SIMD=1" : "conv2d clipped windows SIMD=0");
+  }
+}
+
 TEST(ConformanceNN, ConvTranspose2d) {
   struct C { std::string name; std::vector<int64_t> xs, ws; int64_t groups; std::vector<int64_t> stride, dilation, padding, outpad; bool bias; };
   std::vector<C> cfg{

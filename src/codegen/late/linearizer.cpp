@@ -1,5 +1,6 @@
 // tinygrad's codegen/late/linearizer.py: linearize, the control flow it needs (pm_add_control_flow), pm_split_ends.
 #include "codegen/late/linearizer.h"
+#include "codegen/simplify.h"
 #include "uop/nodemap.h"
 
 #include <algorithm>
@@ -254,7 +255,7 @@ const PatternMatcher& pm_split_ends() {
           (x.dtype() == dtypes::void_ || x.dtype() == dtypes::bool_ ? backedge : rest).push_back(x);
         }
         // the ranges of the other sources (with the ranges they run inside), innermost (highest arg) first
-        std::vector<UOp> rs = uop_ranges(UOp::sink(rest));
+        std::vector<UOp> rs = closed_ranges(rest);
         std::stable_sort(rs.begin(), rs.end(), [](const UOp& a, const UOp& b) { return arg_compare(a.arg(), b.arg()) > 0; });
         UOp ret = e.src(0);
         for (const UOp& r : rs) ret = ret.end({r});

@@ -342,6 +342,20 @@ std::vector<UOp> input_bufs(const Scheduler& k) {
   return loads;
 }
 
+// the output ranges that a load's gate compares with a reduce range (a padded convolution's window over the borders)
+std::vector<UOp> window_axes(const Scheduler& k) {
+  std::vector<UOp> out;
+  for (auto& u : k.ast.toposort()) {
+    UOp g = u.op() == WHERE ? u.src(0) : u.op() == INDEX && u.src().size() > 1 ? u.src(1).get_valid() : UOp();
+    if (!g) continue;
+    for (auto& c : g.split_uop(AND)) {
+      auto cr = c.ranges();
+      if (std::none_of(cr.begin(), cr.end(), [](const UOp& r) { return axis_type(r) == AxisType::REDUCE; })) continue;
+      for (auto& r : cr) if (axis_type(r) != AxisType::REDUCE && !has(out, r)) out.push_back(r);
+    }
+  }
+  return out;
+}
 
 // CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
 // N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
@@ -353,7 +367,7 @@ std::vector<UOp> input_bufs(const Scheduler& k) {
 // a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
 bool simd_upcast(Scheduler& k, int64_t width, bool big) {
   int64_t regs = width >= 16 ? 32 : 16;
-  std::vector<UOp> loads = input_bufs(k);  // indices of the inputs
+  std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
   auto fs = k.full_shape();
   auto rs = k.rngs();
   auto ups = k.upcastable_dims();
@@ -367,17 +381,20 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
       if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
       // the rows: axes the broadcast operand moves along, smallest stride first (neighbouring rows share cache lines),
       // until 8 rows keep both FMA units busy; not stride 1, where clang's SLP vectorizer would pair the rows' loads
-      std::vector<std::pair<int64_t, int64_t>> cands;  // (stride, axis)
+      // an axis a window's gate reads (a padded convolution's output rows) comes after the others: a loop, it lets
+      // pm_clip_reduce_gates clip the window's ranges to the input
+      std::vector<std::tuple<bool, int64_t, int64_t>> cands;  // (gates a window, stride, axis)
       for (auto& bb : loads) {
         UOp bidx = bb.src(1).get_idx();
         if (stride_in(bidx, rs[a]) != 0) continue;
         for (auto b : ups)
-          if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0) cands.push_back({*st, b});
+          if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0)
+            cands.push_back({has(window, rs[b]), *st, b});
       }
       std::sort(cands.begin(), cands.end());
       std::vector<std::pair<UOp, int64_t>> picks;
       int64_t rows = 1;
-      for (auto [st, b] : cands) {
+      for (auto [_, st, b] : cands) {
         if (rows >= 8 || std::any_of(picks.begin(), picks.end(), [&](auto& p) { return p.first == rs[b]; })) continue;
         for (int64_t amt = std::min(max_rows / rows, fs[b]); amt > 1; amt--)
           if (fs[b] % amt == 0) { picks.push_back({rs[b], amt}), rows *= amt; break; }
