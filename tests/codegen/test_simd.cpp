@@ -301,6 +301,9 @@ TEST(Simd, CastAndDequantCopiesGetTheTransposeTile) {
     ASSERT_GE(k.applied_opts.size(), 2u);
     EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 2, Arg(w)})) << "lanes on the panel's columns";
     EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 1, Arg(int64_t(16))})) << "16 rows along K, W's stored order";
+    // each loaded row of 16 float16 is converted whole (pm_vector_lanes), then the floats are shuffled into lanes
+    std::string hsrc = to_program(only_kernel(panels(Tensor::empty({n, kk}, dtypes::float16).cast(dtypes::float32))), with_width(w))->kernel.src;
+    EXPECT_NE(hsrc.find("__builtin_convertvector(val"), std::string::npos) << hsrc;
     Context ctx({{"CPU_VECTOR_WIDTH", w}});
     auto check = [&](const Tensor& wt, const std::vector<float>& want, const char* what) {
       auto got = panels(wt).to_vector<float>();
