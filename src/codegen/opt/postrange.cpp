@@ -588,11 +588,12 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
       }
     if (!k.axes_of({AxisType::GROUP_REDUCE}).empty()) return k;
   }
-  // upcast small masked axes (from Tensor.stack, pads); in a reduce kernel, masks the reduce reads (a mask applied to
-  // its result, such as attention's causal one on q @ k^T, would take the GEMM's SIMD tile for its 4 panels)
+  // upcast small masked axes (from Tensor.stack, pads); in a SIMD CPU reduce kernel, masks the reduce reads (a mask
+  // applied to its result, such as attention's causal one on q @ k^T, would take the GEMM's register tile)
   std::set<const UOpNode*> where_gate_rngs;
   auto reds = k.reduceops();
-  for (auto& u : (reds.empty() ? k.ast : UOp::sink(reds)).toposort())
+  bool simd_reduce = !k.ren.has_local && k.ren.vector_width > 0 && !reds.empty();
+  for (auto& u : (simd_reduce ? UOp::sink(reds) : k.ast).toposort())
     if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
   std::vector<int64_t> to_upcast;
   {
