@@ -3,7 +3,8 @@
 // panel front to back, P floats per step of K. Read in place, B's column block jumps a whole row per step (at N=1024,
 // 4 KiB: every step lands in the same L1 set), 3-10x slower at N >= 1024. A is made contiguous (a copy only when it is
 // a view such as A^T, or an expression), so its rows are read along K. The copies cost O(K*N + M*K) against O(M*N*K):
-// only where B has 1 MiB or more (less stays in L2) and A 64 rows or more.
+// only where B has 1 MiB or more (less stays in L2) and A 64 rows or more. B^T (a transposed view: attention's keys
+// in q @ k^T) is packed at any size: read in place, no input is contiguous along N and the kernel gets no SIMD tile.
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 #include "util/env.h"
@@ -18,7 +19,10 @@ std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   if (!xs || !ws) return std::nullopt;
   int64_t m = xs->end()[-2], k = xs->back(), n = ws->back();
   int64_t p = 2 * get_device(dev).renderer().simd_width();
-  if (p == 0 || n % p != 0 || n < 2 * p || m < 64 || k * n < (int64_t(1) << 18)) return std::nullopt;
+  const UOp& wu = uop_of(w);
+  int64_t r = int64_t(ws->size());
+  bool bt = wu.op() == Ops::PERMUTE && wu.arg().ints()[size_t(r - 1)] == r - 2 && wu.arg().ints()[size_t(r - 2)] == r - 1;
+  if (p == 0 || n % p != 0 || n < 2 * p || m < 64 || (!bt && k * n < (int64_t(1) << 18))) return std::nullopt;
   Shape wp(ws->begin(), ws->end() - 1);  // (..., K, N/P, P) -> (..., N/P, K, P)
   wp.insert(wp.end(), {n / p, p});
   std::vector<int64_t> perm;

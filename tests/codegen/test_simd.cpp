@@ -12,6 +12,7 @@
 #include "tensor/tensor_impl.h"
 #include "uop/pattern_helpers.h"
 #include "tg/context.h"
+#include "tg/gguf.h"
 
 using namespace tg;
 
@@ -285,5 +286,67 @@ TEST(Simd, TransposingCopiesMatchAHandLoop) {
             ASSERT_EQ(got[size_t((q * kk + l) * p + e)], v[size_t(bt ? col * kk + l : l * n + col)]) << w << " B^T " << bt << " at " << q << "," << l << "," << e;
           }
     }
+  }
+}
+
+// Copies that compute their value from inputs read across the output's lanes (the packed GEMM's float32 panels of
+// float16 weights, or of Q4_K blocks): the transpose tile (lanes on the output's contiguous axis, rows along the
+// inputs' stored order, where a block's scales are constant) and exact values against a hand loop at both widths
+TEST(Simd, CastAndDequantCopiesGetTheTransposeTile) {
+  const int64_t n = 64, kk = 512;  // W (n, kk) stored (over 16K elements: smaller copies get no tile), panels (n/p, kk, p) of W^T
+  for (int64_t w : {8, 16}) {
+    int64_t p = 2 * w;
+    auto panels = [&](const Tensor& wt) { return wt.transpose(0, 1).reshape({kk, n / p, p}).permute({1, 0, 2}).contiguous(); };
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(panels(Tensor::empty({n, kk}, dtypes::float16).cast(dtypes::float32))), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 2, Arg(w)})) << "lanes on the panel's columns";
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 1, Arg(int64_t(16))})) << "16 rows along K, W's stored order";
+    // each loaded row of 16 float16 is converted whole (pm_vector_lanes), then the floats are shuffled into lanes
+    std::string hsrc = to_program(only_kernel(panels(Tensor::empty({n, kk}, dtypes::float16).cast(dtypes::float32))), with_width(w))->kernel.src;
+    EXPECT_NE(hsrc.find("__builtin_convertvector(val"), std::string::npos) << hsrc;
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    auto check = [&](const Tensor& wt, const std::vector<float>& want, const char* what) {
+      auto got = panels(wt).to_vector<float>();
+      for (int64_t q = 0; q < n / p; q++)
+        for (int64_t l = 0; l < kk; l++)
+          for (int64_t e = 0; e < p; e++)
+            ASSERT_EQ(got[size_t((q * kk + l) * p + e)], want[size_t((q * p + e) * kk + l)]) << what << " width " << w << " at " << q << "," << l << "," << e;
+    };
+    // float16 weights: every value a float16 converts exactly
+    std::vector<float> hv(size_t(n * kk));
+    for (size_t i = 0; i < hv.size(); i++) hv[i] = float(int64_t(i * 37 % 2001) - 1000) / 64.0f;
+    check(Tensor::from_vector(hv, {n, kk}, dtypes::float16).cast(dtypes::float32), hv, "float16");
+    // Q4_K blocks of 256 (ggml-common.h: d, dmin (float16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles),
+    // decoded by ggml_data_to_tensor, against ggml's dequantize_row_q4_K written out; d and dmin powers of two
+    int64_t nb = n * kk / 256;
+    std::vector<uint8_t> bytes(size_t(nb * 144));
+    for (size_t i = 0; i < bytes.size(); i++) bytes[i] = uint8_t(i * 101 % 251);
+    std::vector<float> want(size_t(n * kk));
+    for (int64_t b = 0; b < nb; b++) {
+      uint8_t* x = &bytes[size_t(b * 144)];
+      x[0] = 0x00, x[1] = 0x38, x[2] = 0x00, x[3] = 0x34;  // d 0.5, dmin 0.25
+      const uint8_t *sc = x + 4, *q = x + 16;
+      auto scale_min = [&](int j, uint8_t& d, uint8_t& m) {
+        if (j < 4) d = sc[j] & 63, m = sc[j + 4] & 63;
+        else d = uint8_t((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)), m = uint8_t((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+      };
+      float* y = &want[size_t(b * 256)];
+      for (int j = 0; j < 256; j += 64, q += 32) {
+        uint8_t s1, m1, s2, m2;
+        scale_min(j / 32, s1, m1), scale_min(j / 32 + 1, s2, m2);
+        float d1 = 0.5f * s1, n1 = 0.25f * m1, d2 = 0.5f * s2, n2 = 0.25f * m2;
+        for (int l = 0; l < 32; l++) *y++ = d1 * float(q[l] & 0xF) - n1;
+        for (int l = 0; l < 32; l++) *y++ = d2 * float(q[l] >> 4) - n2;
+      }
+    }
+    Tensor deq = gguf::ggml_data_to_tensor(Tensor::from_vector(bytes, {nb * 144}, dtypes::uint8), n * kk, gguf::GGMLType::Q4_K).reshape({n, kk});
+    // through the pipeline (split_ranges cuts K at the block's fields): Q4_K's two masked halves of its scales are
+    // upcast first (4), then w lanes by as many rows along K as make 256 values a step, stored as whole vectors
+    auto prog = to_program(only_kernel(panels(deq)), with_width(w));
+    ASSERT_EQ(prog->applied_opts.size(), 4u);
+    EXPECT_NE(prog->applied_opts[2].find("UPCAST, axis=4, arg=" + std::to_string(w) + ")"), std::string::npos) << prog->applied_opts[2];
+    EXPECT_NE(prog->applied_opts[3].find("UPCAST, axis=3, arg=" + std::to_string(256 / (4 * w)) + ")"), std::string::npos) << prog->applied_opts[3];
+    EXPECT_NE(prog->kernel.src.find("*((float" + std::to_string(w) + "*)((data0"), std::string::npos) << prog->kernel.src;
+    check(deq, want, "Q4_K");
   }
 }

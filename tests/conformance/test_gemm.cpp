@@ -71,6 +71,17 @@ TEST(Gemm, TransposedAndBatched) {
                         Mm{0, 48, 40, 56, true, false}, Mm{3, 64, 256, 1024}, Mm{2, 70, 129, 96, true, true}, Mm{5, 9, 17, 33}})
       expect_matmul(c);
   }
+  // B^T of any size is packed (attention's q @ k^T: no input is contiguous along N in place): 64 rows or more of A and
+  // N a multiple of two vectors; values as ever
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    for (const Mm& c : {Mm{12, 128, 64, 128, false, true}, Mm{0, 64, 32, 64, false, true}, Mm{2, 96, 48, 4 * w, false, true}, Mm{2, 63, 48, 64, false, true}})
+      expect_matmul(c);
+    Pair q = input({2, 128, 64}, dtypes::float32, -1, 1, 9), k = input({2, 128, 64}, dtypes::float32, -1, 1, 10);
+    EXPECT_EQ(tg::Tensor::schedule_linear({q.t.matmul(k.t.transpose(-1, -2))}).size(), 2u) << "k^T packed, then the product";
+    EXPECT_EQ(tg::Tensor::schedule_linear({q.t.matmul(k.t.reshape({2, 64, 128}))}).size(), 1u) << "a small B read in place";
+  }
   // a batch of A against one B (broadcast over the batch)
   Pair a = input({3, 80, 512}, dtypes::float32, -1, 1, 3), b = input({512, 512}, dtypes::float32, -1, 1, 4);
   double err = (to_torch(a.t.matmul(b.t)).to(at::kDouble) - at::matmul(a.a.to(at::kDouble), b.a.to(at::kDouble))).abs().max().item<double>();

@@ -456,30 +456,47 @@ bool column_reduce(Scheduler& k) {
 // CPU copies whose input is stored in another order than the output (a transpose, the packed GEMM's B panels): in the
 // output's order each step reads a few elements from a row far from the last one (B's rows 16 KiB apart at N=4096: a
 // new page per step, 1-2 GB/s). Vector lanes on the output's contiguous axis, then the input's next stored axis as
-// rows of the tile, so each step reads whole cache lines (up to 1 KiB) in the input's order and writes a few streams
+// rows of the tile, so each step reads whole cache lines (up to 1 KiB) in the input's order and writes a few streams.
+// The copied value may be an expression of the loads (a cast, a dequantization: float16 or Q4_K weights to the GEMM's
+// float32 panels) where every input is read across the output's lanes: the rows are an axis along which each input
+// is contiguous or constant (a block's scale), so the expression is computed once per element, on whole rows
 bool copy_tile(Scheduler& k) {
-  if (k.ren.has_local || k.ren.vector_width == 0 || !k.reduceops().empty() || k.upcasted()) return false;
-  std::optional<UOp> st, ld;
+  if (k.ren.has_local || k.ren.vector_width == 0 || !k.reduceops().empty()) return false;
+  std::optional<UOp> st;
   for (auto& u : k.ast.toposort())
     if (u.op() == STORE) {
-      if (st || (u.src(1).op() != LOAD && u.src(1).op() != INDEX)) return false;
+      if (st) return false;
       st = u;
     }
-  if (!st) return false;
-  for (auto& b : k.bufs()) if (b != st->src(0)) { if (ld) return false; ld = b; }
-  if (!ld || (st->src(1).op() == LOAD ? st->src(1).src(0) : st->src(1)) != *ld) return false;
-  UOp oidx = st->src(0).src(1).get_idx(), iidx = ld->src(1).get_idx();
+  std::vector<UOp> loads = input_bufs(k);
+  if (!st || loads.empty()) return false;
+  UOp oidx = st->src(0).src(1).get_idx();
   auto fs = k.full_shape();
   auto rs = k.rngs();
   std::optional<int64_t> oa;
   for (auto a : k.upcastable_dims()) if (stride_in(oidx, rs[a]) == 1) oa = a;
   if (!oa || prod(fs) < (int64_t(1) << 14)) return false;
-  int64_t item = st->src(1).dtype().itemsize(), run = stride_in(iidx, rs[*oa]) == 1 ? fs[*oa] : 1;
+  // one input read along the output's lanes too (B's panels from B): rows are its next axis, `run` elements on
+  UOp v = st->src(1);
+  bool plain = v.op() == LOAD || v.op() == INDEX;
+  if (plain && loads.size() != 1) return false;
+  if (!plain && std::any_of(loads.begin(), loads.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), rs[*oa]) == 1; })) return false;
+  int64_t item = 1;
+  for (auto& b : loads) item = std::max<int64_t>(item, b.dtype().itemsize());
+  int64_t run = plain && stride_in(loads[0].src(1).get_idx(), rs[*oa]) == 1 ? fs[*oa] : 1;
   for (auto a : k.upcastable_dims()) {
-    if (a == *oa || stride_in(iidx, rs[a]) != run || (run > 1 && stride_in(oidx, rs[a]) == run)) continue;
+    if (a == *oa) continue;
+    bool rows = true, any = false;
+    for (auto& b : loads) {
+      std::optional<int64_t> s = stride_in(b.src(1).get_idx(), rs[a]);
+      rows &= s == run || (!plain && s == 0);
+      any |= s == run;
+    }
+    if (!rows || !any || (run > 1 && stride_in(oidx, rs[a]) == run)) continue;
     int64_t lanes = 0, t = 0;
     for (int64_t l : {k.ren.vector_width, int64_t(8), int64_t(4)}) if (!lanes && fs[*oa] % l == 0) lanes = l;
-    for (int64_t x : {16, 8, 4, 2}) if (!t && fs[a] % x == 0 && run * x * item <= 1024) t = x;
+    // (at most 256 elements a step with the masked axes upcast before: Q4_K's scales are a cat of two halves)
+    for (int64_t x : {16, 8, 4, 2}) if (!t && fs[a] % x == 0 && run * x * item <= 1024 && k.upcast_size() * lanes * x <= 256) t = x;
     if (!lanes || !t) return false;
     try {
       Scheduler c = k;
@@ -498,11 +515,15 @@ bool copy_tile(Scheduler& k) {
 // step loads a vector of each row and of the vector and does one vector FMA per row (pm_vector_lanes keeps the lanes
 // vectors); the lanes are summed once, after the loop. (Unrolled the usual way, each step's products are summed into
 // one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
-// UOp where the kernel is no matrix-vector product.
+// UOp where the kernel is no matrix-vector product. Not where the summed values need a transcendental (a softmax's sum
+// of exp): pm_vector_lanes has no vector form for its decomposition's compares, and each lane's chain stays scalar (a
+// prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below)
 UOp matvec_lanes(Scheduler& k) {
   auto red = k.reduceops();
   auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
   if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || ups.size() != 1) return UOp();
+  for (auto& u : red[0].src(0).toposort())
+    if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
   auto fs = k.full_shape();
   auto rs = k.rngs();
   int64_t ka = ud.back(), row = ups[0];
@@ -584,9 +605,13 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
       }
     if (!k.axes_of({AxisType::GROUP_REDUCE}).empty()) return k;
   }
-  // upcast small masked axes (from Tensor.stack, pads)
+  // upcast small masked axes (from Tensor.stack, pads); in a SIMD CPU reduce kernel, masks the reduce reads (a mask
+  // applied to its result, such as attention's causal one on q @ k^T, would take the GEMM's register tile)
   std::set<const UOpNode*> where_gate_rngs;
-  for (auto& u : k.ast.toposort()) if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
+  auto reds = k.reduceops();
+  bool simd_reduce = !k.ren.has_local && k.ren.vector_width > 0 && !reds.empty();
+  for (auto& u : (simd_reduce ? UOp::sink(reds) : k.ast).toposort())
+    if (u.op() == WHERE) for (auto& r : u.src(0).ranges()) where_gate_rngs.insert(r.get());
   std::vector<int64_t> to_upcast;
   {
     auto fs = k.full_shape();
