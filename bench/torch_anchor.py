@@ -165,8 +165,9 @@ def parse_mnist(text):
   return (float(ours[1]) / 1e3, float(lt[1]) / 1e3) if ours and lt else None
 
 
-def keep_best(acc, new):  # per workload, the best time of each side over the rounds
+def keep_best(acc, new, who=""):  # per workload, the best time of each side over the rounds (PyTorch 2's printed as it comes)
   for k, v in new.items():
+    if who: print(f"  {who} {k}: {v * 1e3:.2f} ms", flush=True)
     acc[k] = v if k not in acc else tuple(min(a, b) for a, b in zip(acc[k], v)) if isinstance(v, tuple) else min(acc[k], v)
 
 
@@ -192,13 +193,13 @@ def main():
   if "conv" in only:
     pt, ours = {}, {}
     for _ in range(a.rounds):
-      keep_best(pt, conv_times(a.conv_batch, a.conv_case))
+      keep_best(pt, conv_times(a.conv_batch, a.conv_case), "PyTorch 2")
       keep_best(ours, parse_conv(run_ours(a.build, "conv", [a.conv_batch, a.conv_case])))
     rows += [("conv", k, pt[k], *ours.get(k, (None, None)), 1.0) for k in pt]
   if "infer" in only:
     pt, ours = {}, {}
     for _ in range(a.rounds):
-      keep_best(pt, infer_times(a.images, a.infer_case))
+      keep_best(pt, infer_times(a.images, a.infer_case), "PyTorch 2")
       keep_best(ours, parse_infer(run_ours(a.build, "infer", [a.images, a.infer_case])))
     rows += [("infer", k, pt[k], *ours.get(k, (None, None)), 1.0) for k in pt]
   if "mnist" in only:
