@@ -190,18 +190,13 @@ def main():
         f"{THREADS} threads (NUM_CPU_THREADS), {'BENCH_CPU_TIME: process CPU time' if CPU_TIME else 'wall clock'}, "
         f"load average {os.getloadavg()[0]:.1f}", flush=True)
   rows = []  # (bench, workload, pytorch2 s, ours s, libtorch s or None, goal)
-  if "conv" in only:
+  benches = {"conv": (lambda: conv_times(a.conv_batch, a.conv_case), [a.conv_batch, a.conv_case], parse_conv),
+             "infer": (lambda: infer_times(a.images, a.infer_case), [a.images, a.infer_case], parse_infer)}
+  for bench, (measure, args, parse) in benches.items():
+    if bench not in only: continue
     pt, ours = {}, {}
-    for _ in range(a.rounds):
-      keep_best(pt, conv_times(a.conv_batch, a.conv_case), "PyTorch 2")
-      keep_best(ours, parse_conv(run_ours(a.build, "conv", [a.conv_batch, a.conv_case])))
-    rows += [("conv", k, pt[k], *ours.get(k, (None, None)), 1.0) for k in pt]
-  if "infer" in only:
-    pt, ours = {}, {}
-    for _ in range(a.rounds):
-      keep_best(pt, infer_times(a.images, a.infer_case), "PyTorch 2")
-      keep_best(ours, parse_infer(run_ours(a.build, "infer", [a.images, a.infer_case])))
-    rows += [("infer", k, pt[k], *ours.get(k, (None, None)), 1.0) for k in pt]
+    for _ in range(a.rounds): keep_best(pt, measure(), "PyTorch 2"), keep_best(ours, parse(run_ours(a.build, bench, args)))
+    rows += [(bench, k, pt[k], *ours.get(k, (None, None)), 1.0) for k in pt]
   if "mnist" in only:
     for bs in [int(b) for b in a.mnist_batches.split(",")]:
       pt, ours = None, None
