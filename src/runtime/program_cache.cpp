@@ -284,8 +284,12 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(size_t n, const 
   auto start_early = [&] {
     size_t busy = size_t(std::count_if(early.begin(), early.end(), [](Early& e) { return e.bin.wait_for(std::chrono::seconds(0)) != std::future_status::ready; }));
     if (busy >= spare || (pending_bytes < overlap_batch_bytes && pending.size() < per)) return;
-    std::vector<size_t> members(pending.begin(), pending.begin() + std::min(per, pending.size()));
-    pending.erase(pending.begin(), pending.begin() + members.size());
+    // at most twice the threshold: a thread that was busy finds more waiting, and one big batch would leave the rest
+    // of the schedule to a single thread once lowering ends
+    std::vector<size_t> members;
+    for (size_t bytes = 0; members.size() < std::min(per, pending.size()) && (members.empty() || bytes < 2 * overlap_batch_bytes);)
+      bytes += ks[pending[members.size()]].src.size(), members.push_back(pending[members.size()]);
+    pending.erase(pending.begin(), pending.begin() + ptrdiff_t(members.size()));
     pending_bytes = 0;
     for (size_t i : pending) pending_bytes += ks[i].src.size();
     std::vector<KernelSource> part;
