@@ -568,11 +568,7 @@ RenderedKernel CStyleLanguage::render_kernel(const std::vector<UOp>& uops, const
   k.src = assemble(p, uops);
   std::string e = render_entry(p.name, k.params, entry, *this);
   k.entry_name = entry == EntryStyle::None ? p.name : p.name + "_entry";
-  if (e.empty()) return k;
-  // the kernel stays exported beside the entry that calls it: inlined there, clang would optimize and emit its body
-  // twice (8-12% more -O2 compile time over beautiful_mnist's kernels, docs/benchmarks.md)
-  if (size_t at = k.src.find(" " + p.name + "("); at != std::string::npos) k.src.insert(at + 1, "__attribute__((noinline)) ");
-  k.src += e;
+  if (!e.empty()) k.src += e;
   return k;
 }
 
