@@ -209,12 +209,10 @@ TEST(ProgramCache, BatchWithABadSourceKeepsTheGoodKernels) {
 // far reach overlap_batch_bytes, a spare compile thread compiles them while the later ones are still being made. Each
 // kernel is made once, in order; a slot whose kernel cannot be made stays empty; every other kernel runs its own code
 TEST(ProgramCache, BatchCompileOverlapsMakingTheKernels) {
-  TempDir dir;
-  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
-  ScopedEnv lvl("CACHELEVEL", std::nullopt);
-  ScopedEnv batch("COMPILE_BATCH", "64");
   Device& d = get_device("CPU");
   bool spare = d.compiles_in_parallel() && std::thread::hardware_concurrency() > 1;
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string()), lvl("CACHELEVEL", std::nullopt);
   // sources over the threshold on their own (a comment pads them; ops unknown: never light, so compiled -O2)
   auto big = [](int tag) {
     KernelSource k = batch_src(tag);
