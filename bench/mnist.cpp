@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
 
   std::printf("beautiful_mnist train step, batch %d, %d cores, mean of %d steps after warm-up\n", bs, cores, steps);
   std::printf("  tinygrad.cpp  %8.1f ms/step  (first step %.2f s, second (JIT capture) %.2f s)\n", ours * 1e3, first, second);
-  std::printf("  first step: %.2f s wall, %.2f s CPU (clang included): %.2f s codegen of %lld programs, %.2f s compile+load, %.2f s the rest (schedule, run)\n",
-              first, first_cpu, st.lower_s, (long long)st.programs_built, st.compile_s, first - st.lower_s - st.compile_s);
+  std::printf("  first step: %.2f s wall, %.2f s CPU (clang included): %.2f s schedule, %.2f s codegen of %lld programs, %.2f s compile+load, %.2f s run, %.2f s the rest (graph, autograd)\n",
+              first, first_cpu, st.schedule_s, st.lower_s, (long long)st.programs_built, st.compile_s, st.run_s,
+              first - st.schedule_s - st.lower_s - st.compile_s - st.run_s);
   std::printf("  TIERED_COMPILE=%lld: %llu programs upgraded to -O2 in the background, %.2f s waited for them after the second step\n",
               (long long)tg::settings().TIERED_COMPILE, (unsigned long long)tg::tiered_upgrades(), upgrade_wait);
   std::printf("  libtorch      %8.1f ms/step\n", theirs * 1e3);

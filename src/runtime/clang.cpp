@@ -33,9 +33,11 @@ std::string clang_path() {
 const std::vector<std::string>& clang_flags(bool quick) {
   // -ffreestanding/-nostdlib: kernels use only builtins; -fno-math-errno lets __builtin_sqrtf become one instruction;
   // -fno-unroll-loops: the kernels come unrolled as far as their opts ask, clang's unroller only made compiles ~15%
-  // slower (docs/benchmarks.md, the cold first step), the steady step and GEMM no faster
-  static const std::vector<std::string> flags{"-shared", "-O2", "-march=native", "-fPIC", "-ffreestanding",
-                                              "-fno-math-errno", "-fno-unroll-loops", "-nostdlib", "-fno-ident", "-x", "c"};
+  // slower (docs/benchmarks.md, the cold first step), the steady step and GEMM no faster; -fno-inline: a kernel's only
+  // call is its entry wrapper's, and inlined there the kernel (exported too) was optimized and emitted twice: 8-12% of
+  // the -O2 compile (docs/benchmarks.md, where a cold step's time goes)
+  static const std::vector<std::string> flags{"-shared", "-O2", "-march=native", "-fPIC", "-ffreestanding", "-fno-math-errno",
+                                              "-fno-unroll-loops", "-fno-inline", "-nostdlib", "-fno-ident", "-x", "c"};
   static const std::vector<std::string> quick_flags = [] {
     std::vector<std::string> f = flags;
     *std::find(f.begin(), f.end(), "-O2") = "-O0";

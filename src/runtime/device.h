@@ -111,6 +111,10 @@ class Device {
   // and returned at once, and queued for an optimized compile in the background that upgrades them in place and
   // stores its binaries in the disk cache (the quick ones never are): runtime/program_cache.h
   std::vector<std::unique_ptr<Program>> load_cached_batch(const std::vector<KernelSource>& ks);
+  // load_cached_batch of n kernels that next(i) makes one at a time (std::nullopt: slot i stays nullptr). Where the
+  // device compiles in parallel, the optimized misses made so far are compiled on another thread as soon as they
+  // reach overlap_batch_bytes of source and a compile thread is free: compiling overlaps making the rest
+  std::vector<std::unique_ptr<Program>> load_cached_batch(size_t n, const std::function<std::optional<KernelSource>(size_t)>& next);
 
  protected:
   explicit Device(std::string name)

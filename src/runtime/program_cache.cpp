@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -255,24 +256,67 @@ std::unique_ptr<Program> Device::load_cached(const std::string& entry, const std
 }
 
 namespace {
-// the misses of load_cached_batch compiled and loaded into out (a kernel that fails stays nullptr); quick ones are not
-// stored but returned in `quick` for their upgrade
+// heavy misses compiled on a thread of their own while load_cached_batch(n, next) makes the later kernels
+struct Early {
+  std::vector<size_t> members;
+  std::future<std::optional<std::string>> bin;
+};
+// the misses of load_cached_batch compiled and loaded into out (a kernel that fails stays nullptr), with the early
+// batches' binaries; quick ones are not stored but returned in `quick` for their upgrade
 void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys, const std::string& ck,
-                    const std::vector<size_t>& miss, const std::vector<size_t>& light, std::vector<std::unique_ptr<Program>>& out,
-                    std::vector<size_t>& quick);
+                    const std::vector<size_t>& miss, const std::vector<size_t>& light, std::vector<Early>& early,
+                    std::vector<std::unique_ptr<Program>>& out, std::vector<size_t>& quick);
 }  // namespace
 
 std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vector<KernelSource>& ks) {
-  std::vector<std::unique_ptr<Program>> out(ks.size());
+  return load_cached_batch(ks.size(), [&](size_t i) { return std::optional<KernelSource>(ks[i]); });
+}
+
+std::vector<std::unique_ptr<Program>> Device::load_cached_batch(size_t n, const std::function<std::optional<KernelSource>(size_t)>& next) {
+  std::vector<std::unique_ptr<Program>> out(n);
+  std::vector<KernelSource> ks(n);
   std::string ck = compiler_key();
-  std::vector<std::string> keys(ks.size());
-  std::vector<size_t> miss;
+  std::vector<std::string> keys(n);
+  std::vector<size_t> miss, pending;  // pending: heavy misses in no early batch yet
+  size_t pending_bytes = 0, per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH));
+  size_t spare = compiles_in_parallel() ? size_t(compile_pool().threads() - 1) : 0;  // threads beside the caller's
+  std::vector<Early> early;
+  auto start_early = [&] {
+    size_t busy = size_t(std::count_if(early.begin(), early.end(), [](Early& e) { return e.bin.wait_for(std::chrono::seconds(0)) != std::future_status::ready; }));
+    if (busy >= spare || (pending_bytes < overlap_batch_bytes && pending.size() < per)) return;
+    // at most twice the threshold: a thread that was busy finds more waiting, and one big batch would leave the rest
+    // of the schedule to a single thread once lowering ends
+    std::vector<size_t> members;
+    for (size_t bytes = 0; members.size() < std::min(per, pending.size()) && (members.empty() || bytes < 2 * overlap_batch_bytes);)
+      bytes += ks[pending[members.size()]].src.size(), members.push_back(pending[members.size()]);
+    pending.erase(pending.begin(), pending.begin() + ptrdiff_t(members.size()));
+    pending_bytes = 0;
+    for (size_t i : pending) pending_bytes += ks[i].src.size();
+    std::vector<KernelSource> part;
+    for (size_t i : members) part.push_back(ks[i]);
+    early.push_back({std::move(members), std::async(std::launch::async, [this, part = std::move(part), &set = settings()]() -> std::optional<std::string> {
+      PinSettings pin(set);
+      try {
+        return compile_batch(part);
+      } catch (const Error&) {
+        return std::nullopt;  // compiled again one kernel at a time
+      }
+    })});
+  };
   std::map<std::string, std::vector<std::pair<size_t, std::string>>> stored_batches;  // batch key -> (kernel, symbol)
-  for (size_t i = 0; i < ks.size(); i++) {
-    if (ck.empty()) { miss.push_back(i); continue; }
+  for (size_t i = 0; i < n; i++) {
+    std::optional<KernelSource> k = next(i);
+    if (!k) continue;
+    ks[i] = std::move(*k);
+    auto missed = [&] {
+      if (tiered_light(ks[i])) return miss.push_back(i);
+      pending.push_back(i), pending_bytes += ks[i].src.size();
+      start_early();
+    };
+    if (ck.empty()) { missed(); continue; }
     keys[i] = program_cache_key(ck, ks[i].src);
     auto hit = diskcache_get("compile", keys[i]);
-    if (!hit) { miss.push_back(i); continue; }
+    if (!hit) { missed(); continue; }
     if (auto ref = batch_ref(*hit)) { stored_batches[ref->key].emplace_back(i, ref->symbol); continue; }
     try {
       out[i] = load(ks[i].entry, *hit);
@@ -292,18 +336,19 @@ std::vector<std::unique_ptr<Program>> Device::load_cached_batch(const std::vecto
       for (auto& m : members) miss.push_back(m.first);
     }
   }
+  miss.insert(miss.end(), pending.begin(), pending.end());
   std::sort(miss.begin(), miss.end());
   std::vector<size_t> heavy, light, quick;
   for (size_t i : miss) (tiered_light(ks[i]) ? light : heavy).push_back(i);
-  compile_misses(*this, ks, keys, ck, heavy, light, out, quick);
+  compile_misses(*this, ks, keys, ck, heavy, light, early, out, quick);
   if (!quick.empty()) queue_upgrades(*this, ks, keys, quick, out);
   return out;
 }
 
 namespace {
 void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std::vector<std::string>& keys, const std::string& ck,
-                    const std::vector<size_t>& heavy, const std::vector<size_t>& light, std::vector<std::unique_ptr<Program>>& out,
-                    std::vector<size_t>& quick) {
+                    const std::vector<size_t>& heavy, const std::vector<size_t>& light, std::vector<Early>& early,
+                    std::vector<std::unique_ptr<Program>>& out, std::vector<size_t>& quick) {
   // each kind in batches of at most COMPILE_BATCH kernels, at least one batch per compile thread; the heavy (slower)
   // batches first. A heavy batch of one kernel is compiled as itself (compile), a light one is still a quick batch
   size_t per = size_t(std::max<int64_t>(1, settings().COMPILE_BATCH)), threads = size_t(dev.compiles_in_parallel() ? compile_pool().threads() : 1);
@@ -330,6 +375,9 @@ void compile_misses(Device& dev, const std::vector<KernelSource>& ks, const std:
       bins[size_t(b)] = dev.compile_batch(part, is_quick);
     } catch (const Error&) {}  // compiled again one kernel at a time below
   });
+  // the early batches (heavy, compiled meanwhile) join the heavy ones
+  for (Early& e : early) batches.insert(batches.begin(), std::move(e.members)), bins.insert(bins.begin(), e.bin.get()), n_heavy++;
+  nb = batches.size();
   std::vector<size_t> single;
   for (size_t b = 0; b < nb; b++) {
     const std::vector<size_t>& members = batches[b];

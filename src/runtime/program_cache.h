@@ -14,6 +14,9 @@ namespace tg {
 // C more than -O0, while an -O0 launch is 3-50x slower than an -O2 one, and a kernel runs a few times before its
 // upgrade. Set on beautiful_mnist's step (docs/benchmarks.md): at 1024, small reduces ran 20x slower for 2-5 ms saved
 constexpr double tiered_work_per_byte = 256;
+// load_cached_batch(n, next): the heavy misses made so far start compiling once they are this much C (clang's fixed
+// cost, ~25 ms a run, is ~6 KB of -O2 work: an early batch of at least 32 KB spends under a fifth of it on that)
+constexpr size_t overlap_batch_bytes = 32768;
 // whether load_cached_batch would compile ks quick first
 bool tiered_light(const KernelSource& k);
 // blocks until every queued background upgrade is compiled, loaded, swapped in and stored (also done at exit)

@@ -1,6 +1,7 @@
 // tg::Tensor core (tinygrad's tensor.py): the live-tensor registry, the mixins' primitives (alu, _broadcasted, _mop,
 // _rop), realize/schedule, data reading, assign, device moves.
 #include <algorithm>
+#include <chrono>
 #include <ostream>
 #include <unordered_set>
 
@@ -11,6 +12,7 @@
 #include "tg/device.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
+#include "util/stats.h"
 
 namespace tg {
 
@@ -234,7 +236,9 @@ std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors) {
   }
   if (!lowered.empty()) apply_map_to_tensors(lowered);
   if (srcs.empty()) return {UOp::make(Ops::LINEAR, dtypes::void_, {}), {}};
+  auto st = std::chrono::steady_clock::now();
   Scheduled s = schedule_tensor_graph(UOp::sink(srcs));
+  engine_stats().schedule_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count();
   apply_map_to_tensors(std::unordered_map<UOp, UOp>(s.becomes.begin(), s.becomes.end()));
   return {std::move(s.linear), std::move(s.vars)};
 }

@@ -17,6 +17,8 @@ struct EngineStats {
   // where a cold step's time goes (wall seconds on the calling thread)
   double lower_s = 0;                  // to_program: codegen and rendering of the programs built
   double compile_s = 0;                // compiling and loading them (disk cache reads included)
+  double schedule_s = 0;               // linear_with_vars: rangeify, kernel split, memory plan
+  double run_s = 0;                    // run_linear's kernel launches and copies (first touch of new buffers included)
 };
 
 inline EngineStats& engine_stats() {

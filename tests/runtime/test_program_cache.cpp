@@ -205,6 +205,46 @@ TEST(ProgramCache, BatchWithABadSourceKeepsTheGoodKernels) {
   EXPECT_EQ(run_prg(*again[3]), 205);
 }
 
+// load_cached_batch(n, next): kernels made one at a time (as run_linear lowers them); once the heavy misses made so
+// far reach overlap_batch_bytes, a spare compile thread compiles them while the later ones are still being made. Each
+// kernel is made once, in order; a slot whose kernel cannot be made stays empty; every other kernel runs its own code
+TEST(ProgramCache, BatchCompileOverlapsMakingTheKernels) {
+  Device& d = get_device("CPU");
+  bool spare = d.compiles_in_parallel() && std::thread::hardware_concurrency() > 1;
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string()), lvl("CACHELEVEL", std::nullopt);
+  // sources over the threshold on their own (a comment pads them; ops unknown: never light, so compiled -O2)
+  auto big = [](int tag) {
+    KernelSource k = batch_src(tag);
+    k.src = "/*" + std::string(overlap_batch_bytes, ' ') + "*/\n" + k.src;
+    return k;
+  };
+  std::vector<size_t> made;
+  uint64_t before = clang_invocations();
+  bool compiled_meanwhile = false;
+  auto progs = d.load_cached_batch(5, [&](size_t i) -> std::optional<KernelSource> {
+    made.push_back(i);
+    if (i == 4) {  // the last one: has the first kernel's compile started on another thread by now?
+      for (int w = 0; w < 1000 && clang_invocations() == before; w++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      compiled_meanwhile = clang_invocations() > before;
+    }
+    if (i == 2) return std::nullopt;
+    return big(600 + int(i));
+  });
+  EXPECT_EQ(made, (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(compiled_meanwhile, spare);
+  EXPECT_FALSE(progs[2]);
+  for (size_t i : {0, 1, 3, 4}) {
+    ASSERT_TRUE(progs[i]) << i;
+    EXPECT_EQ(run_prg(*progs[i]), 600 + int(i));
+  }
+  // all stored: a second pass compiles nothing
+  before = clang_invocations();
+  auto again = d.load_cached_batch(5, [&](size_t i) { return i == 2 ? std::nullopt : std::optional<KernelSource>(big(600 + int(i))); });
+  EXPECT_EQ(clang_invocations(), before);
+  for (size_t i : {0, 1, 3, 4}) EXPECT_EQ(run_prg(*again[i]), 600 + int(i));
+}
+
 // COMPILE_BATCH=1: batches of one kernel, one clang invocation each
 TEST(ProgramCache, CompileBatchOneCompilesEachKernelAlone) {
   TempDir dir;
