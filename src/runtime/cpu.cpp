@@ -17,6 +17,7 @@
 #include "runtime/device.h"
 #include "runtime/threadpool.h"
 #include "tg/error.h"
+#include "util/diskcache.h"
 
 namespace tg {
 
@@ -93,14 +94,22 @@ class CpuDevice : public Device {
   void copyout(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copy_on_device(void* dst, const void* src, size_t n) override { std::memmove(dst, src, n); }
   // clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
-  // renderer's software bfloat16 rules (bit casts through float32) do all the math. Probed once, on first use
+  // renderer's software bfloat16 rules (bit casts through float32) do all the math. Probed on first use, the answer
+  // kept in the disk cache per compiler (a failed compile is not cached as a program: each process would rerun clang)
   const CStyleLanguage& renderer() override {
     std::call_once(renderer_once_, [&] {
-      try {
-        compile_cached("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
-      } catch (const Error&) {
-        renderer_.type_map[DTypeId::bfloat16] = "unsigned short";
+      std::string key = compiler_key();
+      std::optional<std::string> has = diskcache_get("cpu_bf16", key);
+      if (!has) {
+        try {
+          compile("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+          has = "1";
+        } catch (const Error&) {
+          has = "0";
+        }
+        diskcache_put("cpu_bf16", key, *has);
       }
+      if (*has != "1") renderer_.type_map[DTypeId::bfloat16] = "unsigned short";
     });
     return renderer_;
   }
