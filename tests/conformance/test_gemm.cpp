@@ -65,7 +65,7 @@ TEST(Gemm, MatchesTorchAcrossShapesAtBothWidths) {
 
 TEST(Gemm, TransposedAndBatched) {
   for (int64_t w : {8, 16}) {
-    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}});
     SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
     for (const Mm& c : {Mm{0, 64, 512, 512, true, false}, Mm{0, 64, 512, 512, false, true}, Mm{0, 65, 300, 512, true, true},
                         Mm{0, 48, 40, 56, true, false}, Mm{3, 64, 256, 1024}, Mm{2, 70, 129, 96, true, true}, Mm{5, 9, 17, 33}})
@@ -74,7 +74,7 @@ TEST(Gemm, TransposedAndBatched) {
   // B^T of any size is packed (attention's q @ k^T: no input is contiguous along N in place): 64 rows or more of A and
   // N a multiple of two vectors; values as ever
   for (int64_t w : {8, 16}) {
-    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}});
     SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
     for (const Mm& c : {Mm{12, 128, 64, 128, false, true}, Mm{0, 64, 32, 64, false, true}, Mm{2, 96, 48, 4 * w, false, true}, Mm{2, 63, 48, 64, false, true}})
       expect_matmul(c);
@@ -94,7 +94,7 @@ TEST(Gemm, RegisterTileFitsTheVectorRegisters) {
   struct Want { int64_t m, rows16, rows8; };
   for (Want c : {Want{64, 8, 4}, Want{84, 14, 6}, Want{96, 12, 6}, Want{67, 0, 0}}) {
     for (int64_t w : {8, 16}) {
-      tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+      tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}});
       SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w) + " M=" + std::to_string(c.m));
       Pair a = input({c.m, 512}, dtypes::float32, -1, 1, 7), b = input({512, 512}, dtypes::float32, -1, 1, 8);
       std::string src = kernel_src(a.t.matmul(b.t), 1);
@@ -118,7 +118,7 @@ TEST(Gemm, SettingsChangeKernelsNotValues) {
   const double tol = 1e-6 * 512 + 1e-5;
   std::string srcs[2];
   for (int64_t w : {8, 16}) {
-    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}});
     // scheduling swaps a tensor's graph for its buffers: one fresh product per question
     EXPECT_EQ(tg::Tensor::schedule_linear({a.t.matmul(b.t)}).size(), 2u) << "B packed, then the product";
     std::string& src = srcs[w / 16];
@@ -135,7 +135,7 @@ TEST(Gemm, SettingsChangeKernelsNotValues) {
     EXPECT_LE(err(a.t.matmul(b.t)), tol);
   }
   {
-    tg::Context ctx({{"CPU_VECTOR_WIDTH", 12}});
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", 12}, {"SIMD", 1}});
     try {
       a.t.matmul(b.t).realize();
       ADD_FAILURE() << "CPU_VECTOR_WIDTH=12 was accepted";
