@@ -423,6 +423,11 @@ std::optional<ParsedValid> parse_valid(const UOp& v) {
 }
 }  // namespace
 
+UOp opaque_value(const std::string& name, DType dtype, ConstVal lo, ConstVal hi) {
+  ParamArg pa{-1, dtype, std::pair<ConstVal, ConstVal>{lo, hi}, 1, name, AddrSpace::ALU};
+  return UOp::make(Ops::PARAM, dtype, {UOp::stack({})}, Arg(std::move(pa)));
+}
+
 UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
   UOp uop = uop_in;
   // bounds per expression, in first-seen order
@@ -451,10 +456,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& uop_in, bool try_simplex) {
   for (size_t i = 0; i < bounds.size(); i++) {
     const UOp& expr = bounds[i].first;
     int64_t v0 = bounds[i].second[0].value_or(expr.vmin().as_int()), v1 = bounds[i].second[1].value_or(expr.vmax().as_int());
-    auto fake = [&](int64_t lo, int64_t hi, DType dt) {
-      ParamArg pa{-1, dt, std::pair<ConstVal, ConstVal>{lo, hi}, 1, "fake" + std::to_string(i), AddrSpace::ALU};
-      return UOp::make(Ops::PARAM, dt, {UOp::stack({})}, Arg(std::move(pa)));
-    };
+    auto fake = [&](int64_t lo, int64_t hi, DType dt) { return opaque_value("fake" + std::to_string(i), dt, lo, hi); };
     all_candidates.push_back({expr, fake(v0, v1, expr.dtype())});
     if (!try_simplex) continue;
     std::vector<std::vector<std::pair<UOp, UOp>>> candidates{{all_candidates.back()}};

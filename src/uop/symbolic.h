@@ -21,6 +21,8 @@ const PatternMatcher& pm_move_where_on_load();  // a WHERE's conditions move int
 const PatternMatcher& pm_remove_invalid();      // INVALID left in a WHERE or STACK becomes 0
 
 // uop simplified with the knowledge that valid (an AND of comparisons) holds
+// a value symbolic knows only by its bounds (a PARAM standing in for an expression while simplifying)
+UOp opaque_value(const std::string& name, DType dtype, ConstVal lo, ConstVal hi);
 UOp uop_given_valid(const UOp& valid, const UOp& uop, bool try_simplex = true);
 UOp simplify_valid(const UOp& valid);  // empty if nothing changed
 UOp fold_divmod_general(const UOp& d);  // empty if no rule applies

@@ -23,8 +23,7 @@ const PatternMatcher& indexing_simplify() {
         std::unordered_map<UOp, UOp> hide, show;
         for (const UOp* r : {&x, &cond})  // the gate's loads too: it bounds expressions of the same loads
           for (auto& u : r->toposort()) if (u.op() == LOAD && !hide.count(u)) {
-            ParamArg pa{-1, u.dtype(), std::pair<ConstVal, ConstVal>{u.vmin(), u.vmax()}, 1, "load" + std::to_string(hide.size()), AddrSpace::ALU};
-            UOp h = UOp::make(PARAM, u.dtype(), {UOp::stack({})}, Arg(std::move(pa)));
+            UOp h = opaque_value("load" + std::to_string(hide.size()), u.dtype(), u.vmin(), u.vmax());
             hide[u] = h, show[h] = u;
           }
         UOp hx = hide.empty() ? x : x.substitute(hide), idx = uop_given_valid(hide.empty() ? cond : cond.substitute(hide), hx);
