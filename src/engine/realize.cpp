@@ -73,9 +73,6 @@ LruMap<UOp, Lowered>& runtime_cache(const std::string& device) {
   return cache[device][settings().key()];
 }
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::shared_ptr<const ProgramSpec> lower(Device& dev, const UOp& ast) {
   auto st = Clock::now();
   if (const std::string& arch = settings().NVRTC_CHECK; !arch.empty()) {

@@ -1,7 +1,6 @@
 // tg::Tensor core (tinygrad's tensor.py): the live-tensor registry, the mixins' primitives (alu, _broadcasted, _mop,
 // _rop), realize/schedule, data reading, assign, device moves.
 #include <algorithm>
-#include <chrono>
 #include <ostream>
 #include <unordered_set>
 
@@ -236,9 +235,9 @@ std::pair<UOp, VarVals> linear_with_vars(const std::vector<Tensor>& tensors) {
   }
   if (!lowered.empty()) apply_map_to_tensors(lowered);
   if (srcs.empty()) return {UOp::make(Ops::LINEAR, dtypes::void_, {}), {}};
-  auto st = std::chrono::steady_clock::now();
+  auto st = Clock::now();
   Scheduled s = schedule_tensor_graph(UOp::sink(srcs));
-  engine_stats().schedule_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count();
+  engine_stats().schedule_s += since(st);
   apply_map_to_tensors(std::unordered_map<UOp, UOp>(s.becomes.begin(), s.becomes.end()));
   return {std::move(s.linear), std::move(s.vars)};
 }

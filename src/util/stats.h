@@ -2,9 +2,14 @@
 // Engine counters (tinygrad's GlobalCounters, the part tests and benches read): how many schedules were created, how
 // many programs were looked up and built, how many kernels and copies were launched. Only ever incremented; read a
 // counter before and after the code under test.
+#include <chrono>
 #include <cstdint>
 
 namespace tg {
+
+// the stats' timings: wall seconds from a steady_clock point
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct EngineStats {
   int64_t schedules = 0;               // create_linear_with_vars calls (one per realize that had work)
