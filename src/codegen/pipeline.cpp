@@ -17,6 +17,7 @@
 #include "codegen/late/coalesce.h"
 #include "codegen/late/gater.h"
 #include "codegen/late/linearizer.h"
+#include "codegen/late/prefetch.h"
 #include "codegen/opt/postrange.h"
 #include "codegen/simplify.h"
 #include "uop/movement.h"
@@ -229,6 +230,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("decomp_late", sink, d.late, ren);
   sink = rewrite("pm_move_gates_from_index", sink, pm_move_gates_from_index());
   sink = rewrite("decomp_final", sink, d.final, ren);
+  if (ren.simd_vectors() && !ren.has_local) sink = tracked("add_prefetches", [&] { return add_prefetches(sink); });
   sink = rewrite("pm_casted_consts", sink, pm_casted_consts(), nullptr, false, true);
   sink = rewrite("pm_implicit_barriers", sink, pm_implicit_barriers());
   sink = tracked("add_control_flow", [&] { return add_control_flow(sink); });

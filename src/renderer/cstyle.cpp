@@ -262,6 +262,7 @@ PatternMatcher base_rewrite() {
 
       // load/store
       UPat(LOAD, {}, {UPat::var("bidx")}) >> [](M m) { return emit(m, "(" + rn(m).render_access(cx(m), m["bidx"]) + ")"); },
+      UPat(LOAD, {}, {UPat::var("bidx"), UPat(CUSTOM)}) >> [](M m) { return emit(m, "(" + rn(m).render_access(cx(m), m["bidx"]) + ")"); },  // (add_prefetches)
       UPat(LOAD, {}, {UPat::var("bidx"), UPat::var("var"), UPat::var("gate")}) >> [](M m) {
         return emit(m, "(" + cx(m)[m["gate"]] + "?" + rn(m).render_access(cx(m), m["bidx"]) + ":" + cx(m)[m["var"]] + ")");
       },

@@ -39,6 +39,7 @@ constexpr Knob knobs[] = {
     {"REDUCEOP_SPLIT_SIZE", &Settings::REDUCEOP_SPLIT_SIZE, true},
     {"NO_MEMORY_PLANNER", &Settings::NO_MEMORY_PLANNER, true},
     {"CPU_VECTOR_WIDTH", &Settings::CPU_VECTOR_WIDTH, true},
+    {"PREFETCH", &Settings::PREFETCH, true},
     {"DEBUG", &Settings::DEBUG, false},
     {"DEBUG_RANGEIFY", &Settings::DEBUG_RANGEIFY, false},
     {"BEAM_DEBUG", &Settings::BEAM_DEBUG, false},

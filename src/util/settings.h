@@ -36,6 +36,7 @@ struct Settings {
   int64_t REDUCEOP_SPLIT_SIZE = 22;          // ... into pieces of at most 2**this elements
   int64_t NO_MEMORY_PLANNER = 0;             // 1: every intermediate buffer its own allocation
   int64_t CPU_VECTOR_WIDTH = 0;              // ours: floats per vector register of SIMD CPU kernels, 8 (AVX2) or 16 (AVX-512); 0: the host's
+  int64_t PREFETCH = 1;                      // ours: SIMD CPU kernels streaming a matrix prefetch the next block (0: off)
 
   // ** knobs that change no kernel **
   int64_t DEBUG = 0;              // 1 schedule, 2 kernel timings, 3 opts, 4 source, 5 ASTs
