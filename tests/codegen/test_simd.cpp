@@ -9,6 +9,7 @@
 #include "support/random.h"
 #include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
+#include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 #include "uop/pattern_helpers.h"
 #include "tg/context.h"
@@ -142,6 +143,55 @@ TEST(Simd, TiledKernelsMatchPlainLoops) {
         }
   for (size_t i = 0; i < rx.size(); i++) ASSERT_NEAR(dx[i], rx[i], 1e-4) << "dx " << i;
   for (size_t i = 0; i < rw.size(); i++) ASSERT_NEAR(dw[i], rw[i], 1e-4) << "dw " << i;
+}
+
+// The packed GEMM whose B panels are past L2 (1 MiB or more) and bigger than A: the tile's loop over B's panels is
+// the outermost (a SWAP of the output's (M, N) order), so a panel stays in cache while A's rows stream past it; with A
+// bigger than B the order stays. Values (with an epilogue reading the output again, as the prompt's silu and
+// residual do) against a float64 loop at both widths, one and two threads.
+TEST(Simd, BigPanelsLoopOutsideTheRows) {
+  // the packed GEMM's kernel as the prompt's x @ W^T with a fused epilogue has it: output loops in (M, N/P, P) order,
+  // A (M, K) read along K, B's panels (N/P, K, P)
+  auto kernel = [](int64_t M, int64_t K, int64_t N) {
+    const int64_t P = 32;
+    UOp m = UOp::range(M, 0), p = UOp::range(N / P, 1), l = UOp::range(P, 2), k = UOp::range(K, 3, AxisType::REDUCE);
+    UOp a = UOp::param(0, dtypes::float32, Shape{M * K}, "CPU"), b = UOp::param(1, dtypes::float32, Shape{N * K}, "CPU");
+    UOp out = UOp::param(2, dtypes::float32, Shape{M * N}, "CPU");
+    UOp v = (a.index({m * K + k}) * b.index({p * (K * P) + k * P + l})).reduce({k}, Ops::ADD);
+    return UOp::sink({out.index({m * N + p * P + l}).store(v * v).end({m, p, l})});
+  };
+  Context one({{"NUM_CPU_THREADS", 1}});
+  for (int64_t w : {8, 16}) {
+    ClangRenderer ren = with_width(w);
+    Scheduler k = hand_coded_optimizations(Scheduler(kernel(128, 768, 2048), caps_of(ren)));
+    std::string opts;
+    for (auto& o : k.applied_opts) opts += o.str() + " ";
+    EXPECT_TRUE(std::any_of(k.applied_opts.begin(), k.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; })) << opts;
+    std::string src = to_program(k.get_optimized_ast("test"), ren)->kernel.src;
+    size_t first = src.find("for (int ");
+    ASSERT_NE(first, std::string::npos) << src;
+    EXPECT_NE(src.substr(first, 40).find("< 64;"), std::string::npos) << "the panels' loop first\n" << src;
+    // A bigger than B (2048 x 512 against 512 x 512): the output's order stays
+    Scheduler a = hand_coded_optimizations(Scheduler(kernel(2048, 512, 512), caps_of(ren)));
+    EXPECT_TRUE(std::none_of(a.applied_opts.begin(), a.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
+  }
+  const int64_t m = 64, kk = 256, n = 1024;  // B: 1 MiB
+  auto av = randv(size_t(m * kk), 21), bv = randv(size_t(kk * n), 22), rv = randv(size_t(m * n), 23);
+  Tensor a = Tensor::from_vector(av, {m, kk}), b = Tensor::from_vector(bv, {kk, n}), r = Tensor::from_vector(rv, {m, n});
+  for (int64_t w : {8, 16})
+    for (int64_t threads : {1, 2}) {
+      Context ctx({{"CPU_VECTOR_WIDTH", w}, {"NUM_CPU_THREADS", threads}});
+      SCOPED_TRACE("width " + std::to_string(w) + " threads " + std::to_string(threads));
+      Tensor y = a.matmul(b);
+      auto got = (y.silu() * y + r).to_vector<float>();
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double acc = 0;
+          for (int64_t l = 0; l < kk; l++) acc += double(av[size_t(i * kk + l)]) * bv[size_t(l * n + j)];
+          double want = acc / (1 + std::exp(-acc)) * acc + rv[size_t(i * n + j)];
+          ASSERT_NEAR(got[size_t(i * n + j)], want, 1e-3 * (1 + std::abs(want))) << i << "," << j;
+        }
+    }
 }
 
 // A matrix-vector product on the CPU with SIMD kernels (decode's shape: a few hundred rows, under the 1024 outputs

@@ -144,3 +144,24 @@ TEST(Gemm, SettingsChangeKernelsNotValues) {
     }
   }
 }
+
+TEST(Gemm, EpiloguesOverBigPanels) {
+  // x @ W^T with W stored (N, K) as a model file has it, B's panels 1 MiB and more, epilogues fused into the GEMM (silu,
+  // a residual add, silu(x W^T) * x W^T as an FFN's gate and up) against libtorch at both widths, one and two threads
+  // (the loop order the heuristic picks for such kernels: test_simd.cpp, BigPanelsLoopOutsideTheRows)
+  for (int64_t w : {8, 16})
+    for (int64_t threads : {1, 2}) {
+      tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}, {"NUM_CPU_THREADS", threads}});
+      SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w) + " threads " + std::to_string(threads));
+      for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{128, 256, 1024}, {64, 384, 1024}, {96, 256, 1536}}) {
+        Pair x = input({1, m, k}, dtypes::float32, -1, 1, 11), wt = input({n, k}, dtypes::float32, -1, 1, 12), r = input({1, m, n}, dtypes::float32, -1, 1, 13);
+        // x normalized first (the prompt's rms_norm): the GEMM reads a computed, then packed, A
+        tg::Tensor y = (x.t * 0.5f).matmul(wt.t.transpose(0, 1)), g = y.silu(), z = g * (x.t * 0.5f).matmul(wt.t.transpose(0, 1));
+        at::Tensor ya = at::matmul(x.a.to(at::kDouble) * 0.5, wt.a.to(at::kDouble).t());
+        for (auto [got, want] : {std::pair{y.silu(), at::silu(ya)}, std::pair{y + r.t, ya + r.a.to(at::kDouble)}, std::pair{z, at::silu(ya) * ya}}) {
+          double err = (to_torch(got).to(at::kDouble) - want).abs().max().item<double>();
+          EXPECT_LE(err, 1e-6 * double(k) + 1e-5) << m << "x" << k << "x" << n;
+        }
+      }
+    }
+}
