@@ -165,11 +165,14 @@ UOp split_column_reduce(const UOp& reduce, const UOp& x) {
 // max-pool in one kernel), where the heuristic finds no register tile: 8-15 GFLOPS, and the eval forward 3.4x slower
 // than split (bench/infer). The stored intermediate costs one write and one read per output against 64+ multiply-adds.
 // SIMD=0 keeps tinygrad's fusion.
+// the terms summed (or maxed) into each output of a REDUCE: 0 where a shape is unknown
+int64_t reduce_terms(const UOp& r) {
+  const auto &in = shape_or_none(r.src(0)), &out = shape_or_none(r);
+  return in && out && prod(*out) > 0 ? prod(*in) / prod(*out) : 0;
+}
+
 UOp separate_heavy_reduce(const UOp& reduce, const UOp& x) {
-  auto terms = [](const UOp& r) -> int64_t {
-    const auto &in = shape_or_none(r.src(0)), &out = shape_or_none(r);
-    return in && out && prod(*out) > 0 ? prod(*in) / prod(*out) : 0;
-  };
+  auto terms = reduce_terms;
   if (!simd_cpu(reduce) || reduce.has_sym_shape() || terms(reduce) == 0 || terms(reduce) > 16) return UOp();
   constexpr OpSet passes{RESHAPE, PERMUTE, SHRINK, PAD, FLIP};
   std::unordered_map<UOp, UOp> memo;
@@ -194,6 +197,49 @@ UOp separate_heavy_reduce(const UOp& reduce, const UOp& x) {
   };
   UOp nx = rebuild(x);
   return found ? reduce.replace({.src = std::vector{nx}}) : UOp();
+}
+
+// SIMD CPU kernels: a transcendental (exp2, log2, sin) next to a heavy REDUCE (a matmul: 64 terms or more) is stored
+// apart from it. Fused, the clang kernels compute it lane by lane in scalar code:
+// - read by the REDUCE broadcast 8-fold or more (softmax @ v: the softmax's exp broadcast along the head dim), it is
+//   recomputed for every element it is broadcast to (bench/infer's block computed each exp 48 times: 300 ms at 7
+//   GFLOPS). The transcendental op itself is stored, so the softmax's sum reads the same exps;
+// - applied to the REDUCE's value through elementwise ops and movement ops that do not broadcast (fc1 + bias -> tanh-
+//   gelu), it is an epilogue of 256 scalar exps after each register tile (fc1: 38 ms against 10 ms for the same GEMM
+//   without it); the REDUCE is stored, and its epilogue is an elementwise kernel.
+// Each costs one more write and read of the stored tensor. A SINK rule: every consumer reads the stored value (gelu's
+// x * 0.5 as well as its tanh)
+UOp store_transcendentals_apart(const UOp& sink) {
+  constexpr OpSet passes{RESHAPE, PERMUTE, SHRINK, PAD, FLIP}, transcendental{EXP2, LOG2, SIN};
+  auto fused = [](const UOp& u) { return GroupOp::Elementwise.has(u.op()) || GroupOp::Movement.has(u.op()); };
+  auto numel = [](const UOp& u) { const auto& s = shape_or_none(u); return s ? prod(*s) : int64_t(0); };
+  auto heavy = [](const UOp& r) { return simd_cpu(r) && !r.has_sym_shape() && reduce_terms(r) >= 64; };
+  std::unordered_map<UOp, UOp> stores;
+  std::unordered_set<UOp> seen_down, seen_up[2];
+  // from a transcendental's operand down to the heavy REDUCEs it is an epilogue of
+  std::function<void(const UOp&)> down = [&](const UOp& u) {
+    if (!seen_down.insert(u).second) return;
+    if (u.op() == REDUCE) {
+      if (heavy(u)) stores[u] = u.contiguous();
+    } else if (passes.has(u.op())) {
+      down(u.src(0));
+    } else if (GroupOp::Elementwise.has(u.op())) {
+      for (auto& x : u.src()) if (shape_or_none(x) == shape_or_none(u)) down(x);
+    }
+  };
+  // from a heavy REDUCE's input up to the transcendentals it reads broadcast (an EXPAND, or an elementwise op's source
+  // of fewer elements, broadcasts; movement ops pass only their first source)
+  std::function<void(const UOp&, bool)> up = [&](const UOp& u, bool broadcast) {
+    if (!fused(u) || !seen_up[broadcast].insert(u).second) return;
+    if (broadcast && transcendental.has(u.op())) stores[u] = u.contiguous();
+    for (size_t i = 0; i < (GroupOp::Movement.has(u.op()) ? 1 : u.src().size()); i++) up(u.src(i), broadcast || numel(u) >= 8 * numel(u.src(i)));
+  };
+  for (auto& u : sink.toposort([](const UOp& x) { return x.op() != CALL && x.op() != FUNCTION; })) {
+    if (transcendental.has(u.op())) down(u.src(0));
+    if (u.op() == REDUCE && heavy(u)) up(u.src(0), false);
+  }
+  for (auto it = stores.begin(); it != stores.end();) it = it->second == it->first ? stores.erase(it) : std::next(it);
+  return stores.empty() ? UOp() : sink.substitute(stores, nullptr, true);
 }
 
 UOp resolve_function(const UOp& c) {
@@ -271,6 +317,7 @@ const PatternMatcher& earliest_rewrites() {
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return split_column_reduce(m["reduce"], m["x"]); },
       U(REDUCE, {}, {V("x")}, {}, "reduce") >> [](M m) { return separate_heavy_reduce(m["reduce"], m["x"]); },
       U(OpSet{DETACH, CONTIGUOUS_BACKWARD}, {}, {}, {}, "x") >> [](M m) { return m["x"].src(0); },
+      U(SINK, {}, {}, {}, "x") >> [](M m) { return store_transcendentals_apart(m["x"]); },
       // the SINK only references bases
       U(SINK, {}, {}, {}, "x") >> [](M m) {
         std::vector<UOp> s;

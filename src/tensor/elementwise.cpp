@@ -288,7 +288,8 @@ Tensor Tensor::dot(const Tensor& w_in, std::optional<DType> dt) const {
   xr.push_back(xs.back());
   wr.insert(wr.end(), size_t(ones), 1);
   wr.insert(wr.end(), ws.end() + axis_w, ws.end());
-  if (!dt && dx >= 2 && dw >= 2)
+  // an accumulation dtype equal to both inputs' (attention's float32 q @ k^T) changes nothing: packed as without one
+  if ((!dt || (*dt == dtype() && *dt == w_in.dtype())) && dx >= 2 && dw >= 2)
     if (std::optional<Tensor> r = packed_dot(*this, w_in)) return *r;
   Tensor x = reshape(xr), w = w_in.reshape(wr).transpose(-1, axis_w);
   return (x * w).sum(-1, false, dt).cast(dt ? *dt : least_upper_dtype({x.dtype(), w.dtype()}));

@@ -161,3 +161,61 @@ TEST(HeavyReduce, ConvBiasAndReluRunAfterTheConvKernel) {
           ASSERT_NEAR(got[size_t(((n * CO + o) * O + oy) * O + ox)], std::max(s, 0.0), 1e-4);
         }
 }
+
+namespace {
+// kernels that compute an exp2 and also hold a REDUCE (a sum of exp, or a matmul with an exp inside or after it)
+int reducing_kernels_with_exp(const Tensor& t) {
+  int n = 0;
+  UOp sched = schedule_linear({t});
+  for (auto& call : sched.src()) {
+    if (call.src(0).op() != Ops::SINK) continue;
+    bool reduces = false, exps = false;
+    for (auto& u : call.src(0).toposort()) reduces |= u.op() == Ops::REDUCE, exps |= u.op() == Ops::EXP2;
+    n += reduces && exps;
+  }
+  return n;
+}
+}  // namespace
+
+TEST(HeavyReduce, SoftmaxIsStoredBeforeTheMatmulThatBroadcastsIt) {
+  // softmax(s) @ v, (2, 2, 16, 64) @ (2, 2, 64, 16): 64 terms per output, the softmax broadcast along v's 16 columns.
+  // SIMD=1 stores the exps in a kernel of their own, which the softmax's sum and the matmul read (no kernel with both
+  // a reduce and an exp); tinygrad's kernels compute the exp in the sum's kernel and again in the matmul's
+  constexpr int64_t B = 2, H = 2, T = 16, S = 64, D = 16;
+  std::vector<float> hs = randv(size_t(B * H * T * S), 11, -2, 2), hv = randv(size_t(B * H * S * D), 12, -1, 1);
+  auto y = [&] { return Tensor::from_vector(hs, {B, H, T, S}).softmax(-1).matmul(Tensor::from_vector(hv, {B, H, S, D})); };
+  for (int64_t simd : {0, 1}) {
+    Context c({{"SIMD", simd}});
+    EXPECT_EQ(reducing_kernels_with_exp(y()), simd ? 0 : 2) << "SIMD=" << simd;
+    std::vector<float> got = y().to_vector<float>();
+    for (int64_t r = 0; r < B * H * T; r++) {
+      double m = -1e30, sum = 0;
+      for (int64_t j = 0; j < S; j++) m = std::max(m, double(hs[size_t(r * S + j)]));
+      for (int64_t j = 0; j < S; j++) sum += std::exp(double(hs[size_t(r * S + j)]) - m);
+      for (int64_t d = 0; d < D; d++) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; j++) acc += std::exp(double(hs[size_t(r * S + j)]) - m) / sum * hv[size_t((r / T * S + j) * D + d)];
+        ASSERT_NEAR(got[size_t(r * D + d)], acc, 1e-5) << "SIMD=" << simd << " " << r << " " << d;
+      }
+    }
+  }
+}
+
+TEST(HeavyReduce, MatmulIsStoredBeforeATranscendentalEpilogue) {
+  // gelu((64 x 96) @ (96 x 32) + bias): SIMD=1 runs the bias and the tanh-gelu in a kernel after the matmul's (no kernel
+  // with both a reduce and an exp); tinygrad's kernels fuse them
+  std::vector<float> ha = randv(64 * 96, 13, -1, 1), hb = randv(96 * 32, 14, -0.3f, 0.3f), hc = randv(32, 15, -0.5f, 0.5f);
+  auto y = [&] { return (Tensor::from_vector(ha, {64, 96}).matmul(Tensor::from_vector(hb, {96, 32})) + Tensor::from_vector(hc)).gelu(); };
+  for (int64_t simd : {0, 1}) {
+    Context c({{"SIMD", simd}});
+    EXPECT_EQ(reducing_kernels_with_exp(y()), simd ? 0 : 1) << "SIMD=" << simd;
+    std::vector<float> got = y().to_vector<float>();
+    for (int64_t i = 0; i < 64; i++)
+      for (int64_t j = 0; j < 32; j++) {
+        double x = hc[size_t(j)];
+        for (int64_t l = 0; l < 96; l++) x += double(ha[size_t(i * 96 + l)]) * hb[size_t(l * 32 + j)];
+        double want = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        ASSERT_NEAR(got[size_t(i * 32 + j)], want, 1e-5) << "SIMD=" << simd << " " << i << " " << j;
+      }
+  }
+}

@@ -351,6 +351,17 @@ std::optional<int64_t> stride_in(const UOp& idx, const UOp& rng) {
   return s;
 }
 
+// whether an index reads `rng` only in whole blocks of `lanes` (rng / c, c a multiple of lanes: attention's head in
+// softmax @ v's output axis of heads x head dims), so that it is one value across an aligned vector of lanes
+bool lane_invariant(const UOp& idx, const UOp& rng, int64_t lanes) {
+  for (auto& c : idx.split_uop(ADD)) {
+    if (!c.in_backward_slice_with_self(rng)) continue;
+    UOp d = OpSet{MUL, SHL}.has(c.op()) && c.src(1).op() == CONST ? c.src(0) : c;
+    if (!OpSet{CDIV, FLOORDIV}.has(d.op()) || d.src(0) != rng || d.src(1).op() != CONST || d.src(1).val().as_int() % lanes != 0) return false;
+  }
+  return true;
+}
+
 // the kernel's indexed buffers that are read, not stored to
 std::vector<UOp> input_bufs(const Scheduler& k) {
   std::vector<UOp> stored, loads;
@@ -431,9 +442,11 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
       // an axis a window's gate reads (a padded convolution's output rows) comes after the others: a loop, it lets
       // pm_clip_reduce_gates clip the window's ranges to the input
       std::vector<std::tuple<bool, int64_t, int64_t>> cands;  // (gates a window, stride, axis)
+      int64_t nvec = vecs;  // one vector where the broadcast operand changes within two
       for (auto& bb : loads) {
         UOp bidx = bb.src(1).get_idx();
-        if (stride_in(bidx, rs[a]) != 0) continue;
+        if (stride_in(bidx, rs[a]) != 0 && !lane_invariant(bidx, rs[a], lanes)) continue;
+        if (!lane_invariant(bidx, rs[a], lanes * nvec)) nvec = 1;
         for (auto b : ups)
           if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0)
             cands.push_back({has(window, rs[b]), *st, b});
@@ -456,7 +469,7 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
         };
         // first: the expander puts the first opt's axis innermost (build_range_map); the second vector's axis next
         auto rest = t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(rs.begin(), rs.end(), lane_rng) - rs.begin()), Arg(lanes)});
-        if (vecs > 1) upcast(rest->first, vecs);
+        if (nvec > 1) upcast(rest->first, nvec);
         for (auto& [rng, amt] : picks) upcast(rng, amt);
         panels_outside(t, vb.src(0));
         k = t;
