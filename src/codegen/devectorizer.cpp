@@ -139,7 +139,10 @@ UOp vector_lanes(const UOp& s) {
   const UOp& x0 = src[0];
   if (n < 2) return UOp();
   if (UOp v = vector_of_lanes({src.begin(), src.end()})) return v;
-  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE}.has(x0.op())) return UOp();
+  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE, EXP2, RECIPROCAL}.has(x0.op())) return UOp();
+  // exp2 of float32 lanes: its decomposition is then vector arithmetic, compares into int32 lane masks and selects;
+  // a reciprocal is 1 / x on the vector
+  if ((x0.op() == EXP2 || x0.op() == RECIPROCAL) && x0.dtype() != dtypes::float32) return UOp();
   // ints and IEEE floats: clang has no bool vectors, and fp8/bfloat16 casts are bit ops the decompositions spell later
   auto plain = [](DType d) { return d.is_int() || d == dtypes::float16 || d == dtypes::float32 || d == dtypes::float64; };
   if (!plain(x0.dtype())) return UOp();
@@ -147,7 +150,7 @@ UOp vector_lanes(const UOp& s) {
     if (x.op() != x0.op() || x.dtype() != x0.dtype() || !(x.arg() == x0.arg()) || x.src().size() != x0.src().size() ||
         cg_shape(x) != std::optional<Shape>(Shape{}))
       return UOp();
-  for (auto& o : x0.src()) if (!plain(o.dtype())) return UOp();
+  for (auto& o : x0.src()) if (!plain(o.dtype()) && !o.dtype().is_weak()) return UOp();  // (a weak literal is committed later)
   std::vector<UOp> ops, lane;
   bool vec = false;
   for (size_t j = 0; j < x0.src().size(); j++) {

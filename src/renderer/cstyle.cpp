@@ -270,6 +270,13 @@ PatternMatcher base_rewrite() {
           [](M m) { return emit(m, rn(m).render_access(cx(m), m["bidx"]) + " = " + cx(m)[m["var"]] + ";"); },
 
       // alu
+      // a SIMD kernel's lane masks (clang's vector compares: -1 or 0 per lane) negate as x == 0, not x != 1
+      UPat(CMPNE, dtypes::bool_, {UPat::var("x", dtypes::bool_), UPat::var("t")}) >> [](M m) -> UOp {
+        const UOp& t = m["t"].op() == CAST ? m["t"].src(0) : m["t"];  // (literals reach the renderer cast)
+        if (lin_max_numel(m["x"]) == 1 || t.op() != CONST || !t.val().truthy()) return {};
+        return emit(m, "(" + cx(m)[m["x"]] + "==0)");
+      },
+
       UPat(GroupOp::ALU, {}, {}, {}, "x", true) >> [](M m) -> UOp {
         const UOp& x = m.root();
         const CStyleLanguage& r = rn(m);
@@ -608,6 +615,9 @@ std::string ClangRenderer::render_vector_prefix(DType dt, int64_t count) const {
   int64_t bytes = int64_t(dt.itemsize()) * count, align = 1;
   if (!dt.is_bool()) while (align * 2 <= bytes) align *= 2;
   if (simd_vectors()) align = dt.itemsize();
+  // (clang has no bool vectors: a SIMD kernel's only ones are the lane masks of float32 compares, int32 lanes)
+  if (dt.is_bool() && simd_vectors())
+    return "typedef int " + render_dtype(dt, count, AddrSpace::REG) + " __attribute__((aligned(4),ext_vector_type(" + std::to_string(count) + ")));";
   return "typedef " + render_dtype(dt, 1, AddrSpace::REG) + " " + render_dtype(dt, count, AddrSpace::REG) + " __attribute__((aligned(" +
          std::to_string(align) + "),ext_vector_type(" + std::to_string(count) + ")));";
 }

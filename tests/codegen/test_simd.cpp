@@ -431,3 +431,32 @@ TEST(Simd, HeadsTimesHeadDimsAxisGetsTheTile) {
           ASSERT_NEAR(got[size_t((b * T + t) * H * D + h * D + d)], ref, 1e-4) << b << " " << h << " " << t << " " << d;
         }
 }
+
+// exp2 and reciprocals of float32 lanes stay vectors in SIMD kernels (pm_vector_lanes): the exp2 decomposition is then
+// vector arithmetic with int32 lane masks from clang's vector compares (negated as x == 0). Values of exp and sigmoid
+// against libm over normal, huge, tiny and non-finite inputs at both widths (the masks' edge cases: inf, -inf, NaN,
+// overflow past 128 and underflow past -150 in exp2)
+TEST(Simd, ExpAndSigmoidLanesStayVectors) {
+  std::vector<float> v;
+  for (int i = 0; i < 4096; i++) v.push_back(float(i % 512 - 256) * 0.37f);
+  for (float s : {INFINITY, -INFINITY, NAN, 88.7f, 89.0f, -103.9f, -104.0f, -150.0f, 0.0f, -0.0f}) v[size_t(v.size() / 2 + int(v.size() % 7))] = s, v.push_back(s);
+  while (v.size() % 64) v.push_back(1.0f);
+  int64_t n = int64_t(v.size());
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    Tensor x = Tensor::from_vector(v, {n});
+    std::string src = to_program(only_kernel(x.exp()), with_width(w))->kernel.src;
+    EXPECT_EQ(src.find("float alu"), std::string::npos) << "no scalar lane of the exp\n" << src;
+    EXPECT_NE(src.find("==0)"), std::string::npos) << "a negated lane mask\n" << src;
+    auto e = x.exp().to_vector<float>(), s = x.sigmoid().to_vector<float>();
+    for (int64_t i = 0; i < n; i++) {
+      float want = std::exp(v[size_t(i)]), sw = 1.0f / (1.0f + std::exp(-v[size_t(i)]));
+      if (std::isnan(want)) ASSERT_TRUE(std::isnan(e[size_t(i)])) << v[size_t(i)];
+      else if (std::isinf(want) || std::isinf(v[size_t(i)])) ASSERT_EQ(e[size_t(i)], want) << v[size_t(i)];
+      else ASSERT_NEAR(e[size_t(i)], want, (2e-6 + 1e-7 * std::abs(v[size_t(i)])) * std::abs(want) + 1e-37) << "exp " << v[size_t(i)];  // (x log2(e) rounds)
+      if (std::isnan(sw)) ASSERT_TRUE(std::isnan(s[size_t(i)])) << v[size_t(i)];
+      else ASSERT_NEAR(s[size_t(i)], sw, 2e-6) << "sigmoid " << v[size_t(i)];
+    }
+  }
+}
