@@ -99,7 +99,7 @@ std::string clang_compile(const std::vector<std::string>& srcs, bool quick) {
     argv.push_back(src_path.string());
   }
   argv.insert(argv.end(), {"-o", out_path.string()});
-  if (!on_upgrade_thread()) invocations++;
+  if (!on_background_compile_thread()) invocations++;
   ProcessResult r = run_process(argv);
   if (!r.started) throw not_found(cc);
   std::string what = srcs.size() == 1 ? "a kernel" : "a batch of " + std::to_string(srcs.size()) + " kernels";

@@ -20,7 +20,8 @@ std::string clang_identity();
 std::string clang_compile(const std::string& src);
 // C sources -> one shared object: each source its own translation unit, all in one clang invocation
 std::string clang_compile(const std::vector<std::string>& srcs, bool quick = false);
-// how many times clang was run to compile kernels in this process, TIERED_COMPILE's background upgrades left out
+// how many times clang was run to compile kernels in this process, background compiles (TIERED_COMPILE's upgrades,
+// the CPU device's bfloat16 probe on opening) left out
 uint64_t clang_invocations();
 
 }  // namespace tg

@@ -10,14 +10,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 
 #include "runtime/clang.h"
 #include "runtime/device.h"
+#include "runtime/program_cache.h"
 #include "runtime/threadpool.h"
 #include "tg/error.h"
 #include "util/diskcache.h"
+#include "util/settings.h"
 
 namespace tg {
 
@@ -87,7 +90,18 @@ class CpuProgram : public Program {
 
 class CpuDevice : public Device {
  public:
-  explicit CpuDevice(std::string name) : Device(std::move(name)), pool_(int(std::max(1u, std::thread::hardware_concurrency()))) {}
+  explicit CpuDevice(std::string name) : Device(std::move(name)), pool_(int(std::max(1u, std::thread::hardware_concurrency()))) {
+    early_pid_ = getpid();
+    early_bf16_ = std::async(std::launch::async, [this, &set = settings()]() -> std::optional<Bf16> {
+      PinSettings pin(set);
+      mark_background_compile_thread();
+      try {
+        return bf16_answer(compiler_key());
+      } catch (...) {
+        return std::nullopt;  // no compiler: renderer() reports it
+      }
+    }).share();
+  }
   ~CpuDevice() override { lru_.free_cache(); }
 
   void copyin(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
@@ -95,24 +109,23 @@ class CpuDevice : public Device {
   void copy_on_device(void* dst, const void* src, size_t n) override { std::memmove(dst, src, n); }
   // clang before 17 has no __bf16 arithmetic type on x86: there bfloat16 is stored as unsigned short, and the
   // renderer's software bfloat16 rules (bit casts through float32) do all the math. Probed on first use, the answer
-  // kept in the disk cache per compiler (a failed compile is not cached as a program: each process would rerun clang)
+  // kept in the disk cache per compiler (a failed compile is not cached as a program: each process would rerun clang).
+  // With an empty cache that is ~0.2 s of clang (`--version` for the key, then the probe) before the first kernel can
+  // be rendered, so the device starts both on a thread when it opens: they overlap building and scheduling the first
+  // graph. renderer() takes that answer where it was found under the compiler key it has now, else asks again itself
   const CStyleLanguage& renderer() override {
     std::call_once(renderer_once_, [&] {
+      std::optional<Bf16> early;
+      // a forked child has no probing thread: its answer counts only if it came before the fork
+      if (getpid() == early_pid_ || early_bf16_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) early = early_bf16_.get();
       std::string key = compiler_key();
-      std::optional<std::string> has = diskcache_get("cpu_bf16", key);
-      if (!has) {
-        try {
-          compile("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
-          has = "1";
-        } catch (const Error&) {
-          has = "0";
-        }
-        diskcache_put("cpu_bf16", key, *has);
-      }
-      if (*has != "1") renderer_.type_map[DTypeId::bfloat16] = "unsigned short";
+      Bf16 a = early && early->key == key ? *early : bf16_answer(key);
+      if (a.probed) diskcache_put("cpu_bf16", key, a.native ? "1" : "0");
+      if (!a.native) renderer_.type_map[DTypeId::bfloat16] = "unsigned short";
     });
     return renderer_;
   }
+  int64_t simd_width() override { return renderer_.simd_width(); }  // its caps are the host's, set when it is built
   std::string compile(const std::string& src) override { return clang_compile(src); }
   std::string compiler_key() override {
     std::string key = clang_identity();
@@ -191,10 +204,25 @@ class CpuDevice : public Device {
     return std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
   }
 
+  // whether clang (compiler_key `key`) has an arithmetic __bf16: from the disk cache, else compiling a probe (probed:
+  // the answer is not stored yet)
+  struct Bf16 { std::string key; bool native, probed; };
+  Bf16 bf16_answer(const std::string& key) {
+    if (std::optional<std::string> has = diskcache_get("cpu_bf16", key)) return {key, *has == "1", false};
+    try {
+      compile("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+      return {key, true, true};
+    } catch (const Error&) {
+      return {key, false, true};
+    }
+  }
+
   ThreadPool pool_;
   std::atomic<uint64_t> so_count_{0};
   ClangRenderer renderer_;
   std::once_flag renderer_once_;
+  std::shared_future<std::optional<Bf16>> early_bf16_;  // the answer looked up when the device opened
+  pid_t early_pid_ = 0;
 };
 
 }  // namespace

@@ -81,6 +81,9 @@ class Device {
   // the dialect kernels for this device are rendered in, with its caps (threads, locals, shared memory, tensor cores,
   // vector width); throws tg::Error on a device that runs no kernels
   virtual const CStyleLanguage& renderer();
+  // renderer().simd_width(), for graph building (tensor/gemm.cpp): without waiting for what renderer() may still be
+  // finding out on another thread (the CPU's bfloat16 probe), which only rendering needs
+  virtual int64_t simd_width() { return renderer().simd_width(); }
   // source -> binary (throws tg::Error with the compiler's message)
   virtual std::string compile(const std::string& src) = 0;
   // what besides the source decides the binary (compiler, version, flags, host CPU); "" means do not cache

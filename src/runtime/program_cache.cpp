@@ -82,7 +82,7 @@ struct UpgradeJob {
   std::vector<Program::Upgrade> upgrades;
 };
 
-constinit thread_local bool upgrade_thread = false;
+constinit thread_local bool background_compile_thread = false;
 
 // one background thread at a lower priority (its compiler processes inherit it), jobs (of at most COMPILE_BATCH kernels)
 // in order; at exit the queue is compiled to its end first, so a short program still leaves every optimized binary in
@@ -132,7 +132,7 @@ class Upgrader {
     idle_.notify_all();
   }
   void loop() {
-    upgrade_thread = true;
+    background_compile_thread = true;
 #ifdef __linux__
     setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10);  // per thread on Linux, and inherited by its children
 #endif
@@ -207,7 +207,8 @@ void queue_upgrades(Device& dev, const std::vector<KernelSource>& ks, const std:
 
 void wait_tiered_compiles() { Upgrader::get().wait(); }
 uint64_t tiered_upgrades() { return Upgrader::get().upgraded.load(); }
-bool on_upgrade_thread() { return upgrade_thread; }
+bool on_background_compile_thread() { return background_compile_thread; }
+void mark_background_compile_thread() { background_compile_thread = true; }
 bool tiered_light(const KernelSource& k) {
   return settings().TIERED_COMPILE && k.ops >= 0 && k.ops + 2 * k.mem < tiered_work_per_byte * double(k.src.size());
 }

@@ -23,9 +23,10 @@ bool tiered_light(const KernelSource& k);
 void wait_tiered_compiles();
 // how many programs the background upgrades have swapped to their optimized code in this process
 uint64_t tiered_upgrades();
-// true on the thread that compiles the upgrades (clang_invocations() leaves its compiles out: they run whenever they
-// are ready)
-bool on_upgrade_thread();
+// true on a thread that compiles in the background (the one of the upgrades, a CPU device's probe when it opens):
+// clang_invocations() leaves its compiles out, they run whenever they are ready
+bool on_background_compile_thread();
+void mark_background_compile_thread();  // the calling thread is one
 
 // sha256 hex of (compiler key, source): the cache key of a program
 std::string program_cache_key(const std::string& compiler_key, const std::string& src);

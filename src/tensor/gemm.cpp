@@ -18,7 +18,7 @@ std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   auto xs = x.sym_shape().ints(), ws = w.sym_shape().ints();
   if (!xs || !ws) return std::nullopt;
   int64_t m = xs->end()[-2], k = xs->back(), n = ws->back();
-  int64_t p = 2 * get_device(dev).renderer().simd_width();
+  int64_t p = 2 * get_device(dev).simd_width();
   const UOp& wu = uop_of(w);
   int64_t r = int64_t(ws->size());
   bool bt = wu.op() == Ops::PERMUTE && wu.arg().ints()[size_t(r - 1)] == r - 2 && wu.arg().ints()[size_t(r - 2)] == r - 1;

@@ -6,6 +6,7 @@
 #include "tg/device.h"
 #include "tg/error.h"
 #include "util/diskcache.h"
+#include "util/process.h"
 #include "util/settings.h"
 
 using namespace tg;
@@ -80,6 +81,38 @@ TEST(DeviceRenderer, CapsAndOwnership) {
   EXPECT_EQ(get_device("NULL").renderer().vector_width, cpu.vector_width);
   std::string err = error_of([] { get_device("DISK:/tmp/x").renderer(); });
   EXPECT_NE(err.find("/tmp/x) cannot run kernels"), std::string::npos) << err;
+}
+
+// a CPU device looks its bfloat16 answer up on a thread of its own when it opens (runtime/cpu.cpp); renderer() takes
+// that answer only where it was found under the compiler renderer() sees, and stores it. A device opened while clang
+// was missing reports that, then gets the real answer once clang is back; simd_width() needs no answer at all
+TEST(DeviceRenderer, CpuProbeOnOpeningFollowsTheCompiler) {
+  bool native = true;
+  try {
+    get_device("CPU").compile("__bf16 tg_probe_bf16(__bf16 x) { return x; }\n");
+  } catch (const Error&) {
+    native = false;
+  }
+  TempDir dir;
+  ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());  // empty: the answer is not on disk
+  ScopedEnv lvl("CACHELEVEL", std::nullopt);
+  Device* missing = nullptr;
+  {
+    ScopedEnv cc("TG_CLANG", "/nonexistent/clang");
+    missing = &get_device("CPU:5");
+    EXPECT_EQ(missing->simd_width(), get_device("CPU").renderer().simd_width());
+    std::string err = error_of([&] { missing->renderer(); });
+    EXPECT_NE(err.find("not found"), std::string::npos) << err;
+  }
+  auto software = [](const CStyleLanguage& r) {
+    auto bf16 = r.type_map.find(DTypeId::bfloat16);
+    return bf16 != r.type_map.end() && bf16->second == "unsigned short";
+  };
+  EXPECT_EQ(software(missing->renderer()), !native);
+  // opened with clang there: the answer found on the device's thread, stored by renderer()
+  Device& fresh = get_device("CPU:6");
+  EXPECT_EQ(software(fresh.renderer()), !native);
+  EXPECT_EQ(diskcache_get("cpu_bf16", fresh.compiler_key()), std::optional<std::string>(native ? "1" : "0"));
 }
 
 TEST(DeviceName, DefaultFromEnv) {
