@@ -80,10 +80,14 @@ inline void copy_weights(tg::nn::Module& ours, torch::nn::Module& theirs) {
     if (sd.count(item.key()) && item.key().find("num_batches") == std::string::npos) item.value().copy_(to_torch(sd.at(item.key())));
 }
 
-// the same thread count on both sides: NUM_CPU_THREADS (default the host's)
+// the same thread count on both sides: NUM_CPU_THREADS (default the host's). libtorch's matmuls run in the BLAS it was
+// built with (Debian's: OpenBLAS), whose own threads at::set_num_threads does not bound; they also spin after each call,
+// which a CPU-time measurement of ours would count
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 inline int threads() {
   int n = int(tg::settings().NUM_CPU_THREADS);
   at::set_num_threads(n);
+  if (openblas_set_num_threads) openblas_set_num_threads(n);
   return n;
 }
 
