@@ -464,3 +464,30 @@ TEST(Simd, ExpAndSigmoidLanesStayVectors) {
     }
   }
 }
+
+// A GEMM with a handful of columns (an MLP's 10-way output layer): matvec_lanes per row of A, every column upcast
+// (lanes along K, one accumulator vector per column), A's rows the outer loop. Opts at both widths, values against a
+// float64 loop for N of 10, 7 and 16 and K with and without a multiple of 16
+TEST(Matvec, FewColumnsAreAllUpcast) {
+  for (int64_t w : {8, 16}) {
+    // W stored (10, 1024) as a Linear's weight: read along K
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({1000, 1024}).matmul(Tensor::empty({10, 1024}).transpose(0, 1))), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0].op, OptOps::UNROLL);
+    EXPECT_EQ(k.applied_opts[0].arg, Arg(w));
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 1, Arg(int64_t(10))}));
+  }
+  uint32_t seed = 31;
+  for (int64_t w : {8, 16})
+    for (auto [m, kk, n] : {std::tuple<int64_t, int64_t, int64_t>{200, 1024, 10}, {64, 96, 7}, {40, 40, 16}}) {
+      Context ctx({{"CPU_VECTOR_WIDTH", w}});
+      auto av = randv(size_t(m * kk), seed++), bv = randv(size_t(kk * n), seed++);
+      auto got = Tensor::from_vector(av, {m, kk}).matmul(Tensor::from_vector(bv, {n, kk}).transpose(0, 1)).to_vector<float>();
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double ref = 0;
+          for (int64_t l = 0; l < kk; l++) ref += double(av[size_t(i * kk + l)]) * bv[size_t(j * kk + l)];
+          ASSERT_NEAR(got[size_t(i * n + j)], ref, 1e-5 * std::sqrt(double(kk))) << w << " " << m << "x" << kk << "x" << n << " at " << i << "," << j;
+        }
+    }
+}

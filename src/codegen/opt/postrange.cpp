@@ -581,16 +581,21 @@ bool copy_tile(Scheduler& k) {
 // one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
 // UOp where the kernel is no matrix-vector product. Not where the summed values need a transcendental (a softmax's sum
 // of exp): pm_vector_lanes has no vector form for its decomposition's compares, and each lane's chain stays scalar (a
-// prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below)
+// prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below). A GEMM with a handful of columns
+// (an MLP's 10-way output layer: N of 16 or fewer, no vector lanes along it) is a matrix-vector product per row of A:
+// its N weight rows are all upcast (an L1-sized block read again for each of A's rows, which are the outer loop)
 UOp matvec_lanes(Scheduler& k) {
   auto red = k.reduceops();
   auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
-  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || ups.size() != 1) return UOp();
-  for (auto& u : red[0].src(0).toposort())
-    if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
   auto fs = k.full_shape();
   auto rs = k.rngs();
-  int64_t ka = ud.back(), row = ups[0];
+  // the few columns of a skinny GEMM: the output axis of 16 or fewer that is not the last of two
+  std::optional<int64_t> few;
+  if (ups.size() == 2 && fs[size_t(ups[1])] <= 16 && fs[size_t(ups[0])] > 16) few = ups[1];
+  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || (ups.size() != 1 && !few)) return UOp();
+  for (auto& u : red[0].src(0).toposort())
+    if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
+  int64_t ka = ud.back(), row = few ? *few : ups[0];
   int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
   if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
   bool weight = false;  // an input that reads along K and moves along the rows
@@ -605,8 +610,10 @@ UOp matvec_lanes(Scheduler& k) {
     Scheduler t = k;
     // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
     UOp lane = t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second;
-    for (int64_t r : {8, 4, 2})
-      if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
+    if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
+    else
+      for (int64_t r : {8, 4, 2})
+        if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
     k = t;
     return lane;
   } catch (const KernelOptError&) { return UOp(); }
