@@ -385,14 +385,6 @@ std::vector<UOp> window_axes(const Scheduler& k) {
   return out;
 }
 
-// CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
-// N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
-// the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
-// which clang's SLP vectorizer makes of the scalar code once the accumulators load and store as vectors
-// (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions. A big kernel
-// gets two vectors of lanes where the axis has them (a row of the tile: 2 loads, then each broadcast feeds 2 FMAs) and
-// as many rows as the vector registers hold beside a row's loads and a broadcast: up to 14 on AVX-512's 32 zmm (8 for
-// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
 // the bytes an input's index reaches over the kernel's loops
 int64_t footprint(const Scheduler& k, const UOp& b) {
   auto fs = k.full_shape();
@@ -426,6 +418,14 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
   if (swap_with >= 0 && a_bytes * b_blocks < footprint(k, *vb) * a_blocks) k.apply_opt(Opt{OptOps::SWAP, loops[0], Arg(swap_with)});
 }
 
+// CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
+// N, a convolution's output channels with the weights stored channel-last), then a row of accumulators on an axis only
+// the broadcast input moves along. That is a GEMM micro-kernel: one vector load and N broadcasts per N vector FMAs,
+// which clang's SLP vectorizer makes of the scalar code once the accumulators load and store as vectors
+// (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions. A big kernel
+// gets two vectors of lanes where the axis has them (a row of the tile: 2 loads, then each broadcast feeds 2 FMAs) and
+// as many rows as the vector registers hold beside a row's loads and a broadcast: up to 14 on AVX-512's 32 zmm (8 for
+// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
 bool simd_upcast(Scheduler& k, int64_t width, bool big) {
   int64_t regs = width >= 16 ? 32 : 16;
   std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
@@ -580,8 +580,8 @@ bool copy_tile(Scheduler& k) {
 // vectors); the lanes are summed once, after the loop. (Unrolled the usual way, each step's products are summed into
 // one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
 // UOp where the kernel is no matrix-vector product. Not where the summed values need a transcendental (a softmax's sum
-// of exp): pm_vector_lanes has no vector form for its decomposition's compares, and each lane's chain stays scalar (a
-// prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below). A GEMM with a handful of columns
+// of exp, which its causal mask selects per lane: pm_vector_lanes vectorizes selects by one shared condition only, and
+// each lane's chain stays scalar; a prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below). A GEMM with a handful of columns
 // (an MLP's 10-way output layer: N of 16 or fewer, no vector lanes along it) is a matrix-vector product per row of A:
 // its N weight rows are all upcast (an L1-sized block read again for each of A's rows, which are the outer loop)
 UOp matvec_lanes(Scheduler& k) {
