@@ -159,35 +159,49 @@ UOp split_column_reduce(const UOp& reduce, const UOp& x) {
   return x.reshape({rows / 16, 16, cols}).rop(rop, {1}).contiguous().rop(rop, {0}).reshape(reduce.shape());
 }
 
+// the terms summed (or maxed) into each output of a REDUCE: 0 where a shape is unknown
+int64_t reduce_terms(const UOp& r) {
+  const auto &in = shape_or_none(r.src(0)), &out = shape_or_none(r);
+  return in && out && prod(*out) > 0 ? prod(*in) / prod(*out) : 0;
+}
+constexpr OpSet unbroadcast_movement{RESHAPE, PERMUTE, SHRINK, PAD, FLIP};
+bool heavy_reduce(const UOp& r) { return r.op() == REDUCE && reduce_terms(r) >= 64; }  // a convolution's, a matmul's
+
+// the heavy REDUCEs x is computed from through elementwise ops of its shape and movement ops that do not broadcast
+// (their first source): the producers that fuse into x's kernel as its loop nest's innermost part
+void heavy_reduces_under(const UOp& x, std::unordered_set<UOp>& seen, std::vector<UOp>& out) {
+  if (!seen.insert(x).second) return;
+  if (x.op() == REDUCE) {
+    if (heavy_reduce(x)) out.push_back(x);
+  } else if (unbroadcast_movement.has(x.op())) {
+    heavy_reduces_under(x.src(0), seen, out);
+  } else if (GroupOp::Elementwise.has(x.op())) {
+    for (auto& s : x.src()) if (shape_or_none(s) == shape_or_none(x)) heavy_reduces_under(s, seen, out);
+  }
+}
+
 // SIMD CPU kernels: a light REDUCE (a pooling window: 16 terms or fewer per output) fed, through elementwise ops and
 // movement ops that do not broadcast, by a heavy one (a convolution or matmul: 64 terms or more) stores that producer
 // first. Fused, the producer's loop nests inside the window's (eval beautiful_mnist: conv, relu, BatchNorm and the 2x2
 // max-pool in one kernel), where the heuristic finds no register tile: 8-15 GFLOPS, and the eval forward 3.4x slower
 // than split (bench/infer). The stored intermediate costs one write and one read per output against 64+ multiply-adds.
 // SIMD=0 keeps tinygrad's fusion.
-// the terms summed (or maxed) into each output of a REDUCE: 0 where a shape is unknown
-int64_t reduce_terms(const UOp& r) {
-  const auto &in = shape_or_none(r.src(0)), &out = shape_or_none(r);
-  return in && out && prod(*out) > 0 ? prod(*in) / prod(*out) : 0;
-}
-
 UOp separate_heavy_reduce(const UOp& reduce, const UOp& x) {
-  auto terms = reduce_terms;
-  if (!simd_cpu(reduce) || reduce.has_sym_shape() || terms(reduce) == 0 || terms(reduce) > 16) return UOp();
-  constexpr OpSet passes{RESHAPE, PERMUTE, SHRINK, PAD, FLIP};
+  if (!simd_cpu(reduce) || reduce.has_sym_shape() || reduce_terms(reduce) == 0 || reduce_terms(reduce) > 16) return UOp();
   std::unordered_map<UOp, UOp> memo;
   bool found = false;
-  // x rebuilt with each heavy REDUCE on the way stored (a CONTIGUOUS); movement ops pass only their first source
+  // x rebuilt with each heavy REDUCE on the way (heavy_reduces_under's walk) stored (a CONTIGUOUS): only there, where
+  // its loop would nest inside the window's (a substitute of those REDUCEs everywhere would also reach assigns' sources)
   std::function<UOp(const UOp&)> rebuild = [&](const UOp& u) -> UOp {
     if (auto it = memo.find(u); it != memo.end()) return it->second;
     UOp r = u;
     if (u.op() == REDUCE) {
-      if (terms(u) >= 64) r = u.contiguous(), found = true;
-    } else if (GroupOp::Elementwise.has(u.op()) || passes.has(u.op())) {
+      if (heavy_reduce(u)) r = u.contiguous(), found = true;
+    } else if (GroupOp::Elementwise.has(u.op()) || unbroadcast_movement.has(u.op())) {
+      bool mv = unbroadcast_movement.has(u.op()), changed = false;
       std::vector<UOp> src(u.src().begin(), u.src().end());
-      bool changed = false;
-      for (size_t i = 0; i < (passes.has(u.op()) ? 1 : src.size()); i++) {
-        if (!passes.has(u.op()) && shape_or_none(src[i]) != shape_or_none(u)) continue;  // broadcast: realized anyway
+      for (size_t i = 0; i < (mv ? 1 : src.size()); i++) {
+        if (!mv && shape_or_none(src[i]) != shape_or_none(u)) continue;  // broadcast: realized anyway
         UOp n = rebuild(src[i]);
         changed |= n != src[i], src[i] = n;
       }
@@ -210,23 +224,13 @@ UOp separate_heavy_reduce(const UOp& reduce, const UOp& x) {
 // Each costs one more write and read of the stored tensor. A SINK rule: every consumer reads the stored value (gelu's
 // x * 0.5 as well as its tanh)
 UOp store_transcendentals_apart(const UOp& sink) {
-  constexpr OpSet passes{RESHAPE, PERMUTE, SHRINK, PAD, FLIP}, transcendental{EXP2, LOG2, SIN};
+  constexpr OpSet transcendental{EXP2, LOG2, SIN};
   auto fused = [](const UOp& u) { return GroupOp::Elementwise.has(u.op()) || GroupOp::Movement.has(u.op()); };
   auto numel = [](const UOp& u) { const auto& s = shape_or_none(u); return s ? prod(*s) : int64_t(0); };
-  auto heavy = [](const UOp& r) { return simd_cpu(r) && !r.has_sym_shape() && reduce_terms(r) >= 64; };
+  auto heavy = [](const UOp& r) { return simd_cpu(r) && !r.has_sym_shape() && heavy_reduce(r); };
   std::unordered_map<UOp, UOp> stores;
   std::unordered_set<UOp> seen_down, seen_up[2];
-  // from a transcendental's operand down to the heavy REDUCEs it is an epilogue of
-  std::function<void(const UOp&)> down = [&](const UOp& u) {
-    if (!seen_down.insert(u).second) return;
-    if (u.op() == REDUCE) {
-      if (heavy(u)) stores[u] = u.contiguous();
-    } else if (passes.has(u.op())) {
-      down(u.src(0));
-    } else if (GroupOp::Elementwise.has(u.op())) {
-      for (auto& x : u.src()) if (shape_or_none(x) == shape_or_none(u)) down(x);
-    }
-  };
+  std::vector<UOp> epilogue_of;  // the heavy REDUCEs a transcendental is an epilogue of
   // from a heavy REDUCE's input up to the transcendentals it reads broadcast (an EXPAND, or an elementwise op's source
   // of fewer elements, broadcasts; movement ops pass only their first source)
   std::function<void(const UOp&, bool)> up = [&](const UOp& u, bool broadcast) {
@@ -235,9 +239,10 @@ UOp store_transcendentals_apart(const UOp& sink) {
     for (size_t i = 0; i < (GroupOp::Movement.has(u.op()) ? 1 : u.src().size()); i++) up(u.src(i), broadcast || numel(u) >= 8 * numel(u.src(i)));
   };
   for (auto& u : sink.toposort([](const UOp& x) { return x.op() != CALL && x.op() != FUNCTION; })) {
-    if (transcendental.has(u.op())) down(u.src(0));
+    if (transcendental.has(u.op())) heavy_reduces_under(u.src(0), seen_down, epilogue_of);
     if (u.op() == REDUCE && heavy(u)) up(u.src(0), false);
   }
+  for (auto& r : epilogue_of) if (heavy(r)) stores[r] = r.contiguous();
   for (auto it = stores.begin(); it != stores.end();) it = it->second == it->first ? stores.erase(it) : std::next(it);
   return stores.empty() ? UOp() : sink.substitute(stores, nullptr, true);
 }

@@ -407,7 +407,8 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
   std::vector<UOp> ops;  // the inputs the reduce reads
   for (auto& b : input_bufs(k)) if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return moves(b, a); })) ops.push_back(b);
   auto vb = std::find_if(ops.begin(), ops.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), lanes) == 1; });  // B
-  if (vb == ops.end() || footprint(k, *vb) < (int64_t(2) << 20) || loops.size() < 2 || moves(*vb, loops[0])) return;
+  int64_t b_bytes = vb == ops.end() ? 0 : footprint(k, *vb);
+  if (b_bytes < (int64_t(2) << 20) || loops.size() < 2 || moves(*vb, loops[0])) return;
   auto others_move = [&](int64_t a) { return std::any_of(ops.begin(), ops.end(), [&](const UOp& b) { return b != *vb && moves(b, a); }); };
   int64_t a_blocks = 1, b_blocks = 1, a_bytes = 0, swap_with = -1;
   for (auto a : loops) {
@@ -415,7 +416,7 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
     if (moves(*vb, a) && !others_move(a)) b_blocks *= fs[size_t(a)], swap_with = swap_with < 0 ? a : swap_with;
   }
   for (auto& b : ops) if (b != *vb) a_bytes += footprint(k, b);
-  if (swap_with >= 0 && a_bytes * b_blocks < footprint(k, *vb) * a_blocks) k.apply_opt(Opt{OptOps::SWAP, loops[0], Arg(swap_with)});
+  if (swap_with >= 0 && a_bytes * b_blocks < b_bytes * a_blocks) k.apply_opt(Opt{OptOps::SWAP, loops[0], Arg(swap_with)});
 }
 
 // CPU reduces: SIMD lanes on an output axis that one float input reads contiguously and another broadcasts (a matmul's
