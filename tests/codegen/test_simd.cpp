@@ -499,6 +499,34 @@ TEST(Matvec, ShortPromptRowsByWeightRows) {
     }
 }
 
+// A reduce along the contiguous axis with several output axes and one input (a batch norm's per-(sample, channel)
+// sums of squares over h, w): lanes along w, the rows on the axis the input moves along with the smallest stride
+// (channels, not samples; before, tinygrad's upcasts gathered 4 channels x 4 samples per vector). Values against a
+// float64 loop at both widths.
+TEST(Matvec, SumsOverPixelsGetLanes) {
+  for (int64_t w : {8, 16}) {
+    Tensor x = Tensor::empty({4, 32, 12, 32}), m = Tensor::empty({1, 32, 1, 1});
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(((x - m) * (x - m)).sum({2, 3})), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0].op, OptOps::UNROLL);
+    EXPECT_EQ(k.applied_opts[0].arg, Arg(w == 16 ? int64_t(16) : int64_t(8)));
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))})) << "8 channels";
+  }
+  uint32_t seed = 51;
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    auto xv = randv(4 * 32 * 384, seed++), mv = randv(32, seed++);
+    Tensor x = Tensor::from_vector(xv, {4, 32, 12, 32}), m = Tensor::from_vector(mv, {1, 32, 1, 1});
+    std::vector<float> got = ((x - m) * (x - m)).sum({2, 3}).to_vector<float>();
+    for (int64_t b = 0; b < 4; b++)
+      for (int64_t c = 0; c < 32; c++) {
+        double ref = 0;
+        for (int64_t p = 0; p < 384; p++) ref += std::pow(double(xv[size_t((b * 32 + c) * 384 + p)]) - mv[size_t(c)], 2);
+        ASSERT_NEAR(got[size_t(b * 32 + c)], ref, 1e-5 * ref + 1e-5) << w << " at " << b << "," << c;
+      }
+  }
+}
+
 // A GEMM with a handful of columns (an MLP's 10-way output layer): matvec_lanes per row of A, every column upcast
 // (lanes along K, one accumulator vector per column), A's rows the outer loop. Opts at both widths, values against a
 // float64 loop for N of 10, 7 and 16 and K with and without a multiple of 16

@@ -654,6 +654,15 @@ UOp matvec_lanes(Scheduler& k) {
   int64_t ka = ud.back(), row = few ? *few : ups[0];
   int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
   if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
+  // several output axes and no two operands (a batch norm's per-channel sums of (b, c, h, w) over h, w): the rows along
+  // the axis an input read along K moves along with the smallest stride
+  if (gemm) {
+    std::optional<int64_t> best;
+    for (auto& b : input_bufs(k))
+      if (UOp idx = b.src(1).get_idx(); stride_in(idx, rs[ka]) == 1)
+        for (auto a : ups)
+          if (auto st = stride_in(idx, rs[size_t(a)]); st && *st > 0 && (!best || *st < *best)) best = *st, row = a;
+  }
   bool weight = false;  // an input that reads along K and moves along the rows
   for (auto& b : input_bufs(k)) {
     UOp idx = b.src(1).get_idx();
@@ -661,14 +670,14 @@ UOp matvec_lanes(Scheduler& k) {
     if (!s || (*s != 0 && *s != 1)) return UOp();  // lanes are consecutive elements or one broadcast element
     weight |= *s == 1 && sr && *sr != 0;
   }
-  if (!weight && !gemm) return UOp();
   try {
     Scheduler t = k;
     // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
     UOp lane = t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second;
-    if (gemm) {
-      if (!two_operand_rows(t, lane)) return UOp();
-    } else if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
+    Scheduler g = t;
+    if (gemm && two_operand_rows(g, lane)) t = g;
+    else if (!weight) return UOp();
+    else if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
     else
       for (int64_t r : {8, 4, 2})
         if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
