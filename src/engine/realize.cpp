@@ -270,7 +270,8 @@ void run_linear(const UOp& linear, const VarVals& vars) {
   // run_s: this loop less the lowering and compiling of programs prepare_programs left to it
   auto st = Clock::now();
   double built = engine_stats().lower_s + engine_stats().compile_s;
-  std::vector<std::vector<const UOpNode*>> dead = recorder ? decltype(dead){} : dead_after(linear);
+  // (one call: its buffers die with the LINEAR anyway)
+  std::vector<std::vector<const UOpNode*>> dead = recorder || linear.src().size() < 2 ? decltype(dead){} : dead_after(linear);
   for (size_t i = 0; i < linear.src().size(); i++) {
     const UOp& call = linear.src(i);
     if (call.op() != Ops::CALL || call.src().empty()) throw Error("run_linear: expected CALLs in the LINEAR, got " + std::string(op_name(call.op())));
