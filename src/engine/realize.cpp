@@ -7,6 +7,7 @@
 #include <set>
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/cuda.h"
 #include "util/stats.h"
@@ -227,19 +228,60 @@ Buffer& buffer_of(const UOp& buf) {
   return *base_buffer(buf);
 }
 
+namespace {
+// The BUFFERs nothing but this LINEAR names, by the call that uses each last. Callify makes every CONTIGUOUS an output
+// of the realize (a GEMM's packed panels among them), so the memory planner keeps out of them; where no tensor took
+// one (its node has no reference besides the calls and views below them), it is dead after its last kernel and goes
+// back to the allocator's cache there, for the next buffer of its size, instead of living to the end of the run.
+std::vector<std::vector<const UOpNode*>> dead_after(const UOp& linear) {
+  auto view = [](const UOpNode* n) { return OpSet{Ops::AFTER, Ops::RESHAPE, Ops::BITCAST, Ops::SHRINK}.has(n->op) && n->nsrc > 0; };
+  // references to each node from the calls (each distinct one once: its sources hold one each) and the views below them
+  std::unordered_map<const UOpNode*, uint32_t> refs;
+  for (const UOp& c : linear.src()) {
+    if (refs[c.get()]++) continue;
+    for (uint32_t j = 1; j < c.get()->nsrc; j++)
+      for (const UOpNode* n = c.get()->srcs()[j].get(); refs[n]++ == 0 && view(n);) n = n->srcs()[0].get();
+  }
+  // a node with more references than those (a tensor's, a kept Schedule's) holds every BUFFER at or below it
+  auto outside = [&](const UOpNode* n) { return n->rc > refs[n]; };
+  std::unordered_set<const UOpNode*> held;
+  std::unordered_map<const UOpNode*, size_t> last;
+  for (size_t i = 0; i < linear.src().size(); i++) {
+    const UOpNode* c = linear.src(i).get();
+    for (uint32_t j = 1; j < c->nsrc; j++) {
+      bool out = outside(c);
+      const UOpNode* n = c->srcs()[j].get();
+      for (; out |= outside(n), view(n); n = n->srcs()[0].get()) {}
+      if (n->op != Ops::BUFFER) continue;
+      last[n] = i;
+      if (out) held.insert(n);
+    }
+  }
+  std::vector<std::vector<const UOpNode*>> dead(linear.src().size());
+  for (auto& [n, i] : last)
+    if (!held.contains(n)) dead[i].push_back(n);
+  return dead;
+}
+}  // namespace
+
 void run_linear(const UOp& linear, const VarVals& vars) {
   if (linear.op() != Ops::LINEAR) throw Error("run_linear: expected a LINEAR, got " + std::string(op_name(linear.op())));
   prepare_programs(linear);
   // run_s: this loop less the lowering and compiling of programs prepare_programs left to it
   auto st = Clock::now();
   double built = engine_stats().lower_s + engine_stats().compile_s;
-  for (const UOp& call : linear.src()) {
+  // (one call: its buffers die with the LINEAR anyway)
+  std::vector<std::vector<const UOpNode*>> dead = recorder || linear.src().size() < 2 ? decltype(dead){} : dead_after(linear);
+  for (size_t i = 0; i < linear.src().size(); i++) {
+    const UOp& call = linear.src(i);
     if (call.op() != Ops::CALL || call.src().empty()) throw Error("run_linear: expected CALLs in the LINEAR, got " + std::string(op_name(call.op())));
     switch (call.src(0).op()) {
       case Ops::SINK: exec_kernel(call, vars); break;
       case Ops::COPY: exec_copy(call); break;
       default: throw Error("run_linear: cannot run a CALL of " + std::string(op_name(call.src(0).op())));
     }
+    if (i < dead.size())
+      for (const UOpNode* b : dead[i]) Registry::registry().buffers.erase(b);
   }
   engine_stats().run_s += since(st) - (engine_stats().lower_s + engine_stats().compile_s - built);
 }

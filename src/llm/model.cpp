@@ -262,9 +262,10 @@ Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits)
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
     x = (h + lin(lin(f, l.w_gate).silu().contiguous() * lin(f, l.w_up), l.w_down)).contiguous();
-    // a prompt chunk runs layer by layer: its GEMMs repack their weights (tensor/gemm.cpp), and one schedule for the
-    // whole model would hold every layer's packed copy at once
-    if (T > 1) x.realize();
+    // layer by layer: a prompt chunk's GEMMs repack their weights (tensor/gemm.cpp), and one schedule for the whole
+    // model would hold every layer's packed copy at once; decode's capture would schedule the whole model's graph in
+    // one go, its rewrites holding ~80K nodes at once (~35 MiB), where a layer's graph is a twelfth of that
+    x.realize();
   }
   if (!all_logits) x = x.shrink({{0, 1}, {T - 1, T}, {0, c.dim}});
   return lin(rms(x, output_norm_, c.norm_eps), output_).reshape({-1, c.vocab_size});

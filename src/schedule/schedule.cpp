@@ -1,9 +1,9 @@
 // The kernel graph to a LINEAR (tinygrad's schedule/__init__.py): kernels in dependency order (reads after writes,
 // writes after the reads of the state they overwrite), a schedule cache keyed by the CALL body, fresh BUFFERs for the
 // intermediates of each realize, COPYs between devices, then the memory planner.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -59,15 +59,42 @@ UOp make_call(const UOp& body, std::span<const UOp> args) {
 ScheduleKey ScheduleKey::of(const UOp& graph) { return {graph, settings().key()}; }
 size_t ScheduleKeyHash::operator()(const ScheduleKey& k) const { return k.graph.hash() * 1000003u ^ k.settings_key; }
 
+namespace {
+// the kernels in post order of a walk from those no kernel waits on (in first-seen order), through each one's parents
+std::vector<UOp> post_order(const std::vector<UOp>& order, const std::unordered_map<UOp, std::vector<UOp>>& children,
+                            std::unordered_map<UOp, std::vector<UOp>>& parents) {
+  std::vector<UOp> out;
+  std::unordered_map<UOp, int> state;  // 1: on the stack, 2: emitted
+  for (auto& root : order) {
+    if (children.contains(root) || state[root]) continue;
+    std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [k, i] = stack.back();
+      std::vector<UOp>& ps = parents[k];
+      if (i < ps.size()) {
+        UOp p = ps[i++];
+        if (state[p] == 1) throw Error("schedule: cycle detected in the assign graph");
+        if (!state[p]) state[p] = 1, stack.push_back({p, 0});
+        continue;
+      }
+      state[k] = 2, out.push_back(k), stack.pop_back();
+    }
+  }
+  if (out.size() != order.size()) throw Error("schedule: cycle detected in the assign graph");
+  return out;
+}
+}  // namespace
+
 UOp create_schedule(const UOp& sched_sink) {
   std::unordered_map<UOp, std::vector<UOp>> children;
-  std::vector<UOp> order;  // kernels in first-seen order (in_degree's dict order)
-  std::unordered_map<UOp, int> in_degree;
+  std::vector<UOp> order;  // kernels in first-seen order
+  std::unordered_set<UOp> seen;
   struct Write { UOp after, prev_state; std::vector<UOp> kernels; };
   std::unordered_map<UOp, std::vector<Write>> writes;
   struct Read { UOp after, kernel, state; };
   std::vector<Read> reads;
-  auto add_kernel = [&](const UOp& k) { if (in_degree.try_emplace(k, 0).second) order.push_back(k); };
+  auto add_kernel = [&](const UOp& k) { if (seen.insert(k).second) order.push_back(k); };
   for (const UOp& u : sched_sink.toposort(gate_kernel_sink)) {
     if (u.op() != Ops::AFTER) continue;
     auto [kernels, after_deps] = split_after(u);
@@ -89,7 +116,7 @@ UOp create_schedule(const UOp& sched_sink) {
       read_states.insert(read_states.end(), dep_states.begin(), dep_states.end());
       for (auto& st : read_states) {
         if (st.op() != Ops::AFTER) continue;
-        for (auto& t : split_after(st).first) children[t].push_back(k), in_degree[k]++;
+        for (auto& t : split_after(st).first) children[t].push_back(k);
       }
     }
   }
@@ -102,17 +129,25 @@ UOp create_schedule(const UOp& sched_sink) {
       for (auto& t : w.kernels) {
         if (t == k || k.in_backward_slice_with_self(t)) continue;
         add_kernel(t);
-        children[k].push_back(t), in_degree[t]++;
+        children[k].push_back(t);
       }
     }
   }
-  std::deque<UOp> queue;
+  // depth first from the kernels nothing waits on, each after the kernels it waits on, the one with the longest chain
+  // of kernels behind it first: a short producer (a GEMM's packed panels) runs right before its first consumer, so it
+  // is dead before the next one is made (tinygrad's breadth-first order runs every independent producer first)
+  std::unordered_map<UOp, std::vector<UOp>> parents;
   for (auto& k : order)
-    if (in_degree[k] == 0) queue.push_back(k);
+    if (auto it = children.find(k); it != children.end())
+      for (auto& c : it->second) parents[c].push_back(k);
+  std::vector<UOp> topo = post_order(order, children, parents);
+  std::unordered_map<UOp, int64_t> depth;
+  for (auto& k : topo)
+    for (auto& p : parents[k]) depth[k] = std::max(depth[k], depth[p] + 1);
+  for (auto& [k, ps] : parents) std::stable_sort(ps.begin(), ps.end(), [&](const UOp& a, const UOp& b) { return depth[a] > depth[b]; });
+  topo = post_order(order, children, parents);
   std::vector<UOp> linearized;
-  while (!queue.empty()) {
-    UOp rk = queue.front();
-    queue.pop_front();
+  for (const UOp& rk : topo) {
     if (rk.op() == Ops::LINEAR) {
       linearized.insert(linearized.end(), rk.src().begin(), rk.src().end());
     } else {
@@ -123,12 +158,7 @@ UOp create_schedule(const UOp& sched_sink) {
         if (!k.src(i).is_bound_var()) bufs.push_back(unwrap_src(k.src(i)).buf_uop());
       linearized.push_back(make_call(k.src(0), bufs));
     }
-    if (auto it = children.find(rk); it != children.end())
-      for (auto& x : it->second)
-        if (--in_degree[x] == 0) queue.push_back(x);
   }
-  for (auto& [k, d] : in_degree)
-    if (d) throw Error("schedule: cycle detected in the assign graph");
   return UOp::make(Ops::LINEAR, dtypes::void_, linearized);
 }
 

@@ -19,7 +19,9 @@
 #include "support/generated.h"
 #include "tg/context.h"
 #include "tg/llm.h"
+#include "runtime/device.h"
 #include "util/stats.h"
+#include "uop/uop.h"
 
 using namespace tg;
 using namespace tg::llm;
@@ -429,4 +431,27 @@ TEST(LlmModel, DecodeReplaysUnderJit) {
     for (size_t i = 0; i < ref.size(); i++) worst = std::max(worst, std::abs(ref[i] - all[i]));
     EXPECT_LT(worst, 1e-5f);
   }
+}
+
+// after the capture, decode steps build nothing and keep nothing: no schedules, programs, UOps or buffers more per step
+TEST(LlmModel, DecodeReplaysHoldSteady) {
+  NEED_MODELS();
+  Model m = Model::load(models().model("llama"));
+  m.logits(std::span(PROMPT).subspan(0, 3), 0);
+  int32_t t = PROMPT[3];
+  auto step = [&](int64_t pos) {
+    std::vector<float> l = m.logits(std::span<const int32_t>(&t, 1), pos);
+    t = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+  };
+  step(3), step(4);  // the jit's first call and its capture
+  ASSERT_TRUE(m.decode_jit()->is_captured());
+  LRUAllocator& a = get_device("CPU").allocator();
+  size_t uops = live_uops();
+  int64_t sched = tg::engine_stats().schedules, built = tg::engine_stats().programs_built;
+  uint64_t raw = a.stats().raw_allocs;
+  for (int64_t pos = 5; pos < 40; pos++) step(pos);
+  EXPECT_EQ(live_uops(), uops);
+  EXPECT_EQ(tg::engine_stats().schedules, sched);
+  EXPECT_EQ(tg::engine_stats().programs_built, built);
+  EXPECT_EQ(a.stats().raw_allocs, raw);
 }
