@@ -204,6 +204,38 @@ const PatternMatcher& pm_vector_lanes() {
   return pm;
 }
 
+// a*x + b*y on int32 lanes of integers of at most 16 bits, each operand a vector cast up (ggml_dot's lanes, each the sum
+// of two products): x86's pmaddwd multiplies 16-bit pairs and adds each pair into an int32 lane, so with a and b
+// interleaved (a0 b0 a1 b1 ...) and x and y alike it gives every lane's a*x + b*y exactly (16-bit products cannot
+// overflow their 32-bit sum), one instruction where clang multiplies 32-bit lanes (vpmulld) and adds
+UOp int_madd(const UOp& add, int64_t most) {
+  auto sh = cg_shape(add);
+  if (add.dtype() != dtypes::int32 || !sh || sh->size() != 1) return UOp();
+  int64_t n = (*sh)[0];
+  if ((n != 8 && n != 16) || n > most) return UOp();
+  std::vector<UOp> ops;  // a, x, b, y: the 16-bit sources of the casts
+  for (const UOp& m : add.src()) {
+    if (m.op() != MUL) return UOp();
+    for (const UOp& c : m.src()) {
+      if (c.op() != CAST || cg_shape(c) != sh) return UOp();
+      DType d = c.src(0).dtype();
+      if (d != dtypes::int8 && d != dtypes::uint8 && d != dtypes::int16) return UOp();
+      ops.push_back(c.src(0).cast(dtypes::int16));
+    }
+  }
+  std::string lo_hi;
+  for (int64_t i = 0; i < n; i++) lo_hi += ", " + std::to_string(i) + ", " + std::to_string(i + n);
+  std::string f = "__builtin_ia32_pmaddwd" + std::to_string(n * 32) + "(__builtin_shufflevector({0}, {2}" + lo_hi + "), __builtin_shufflevector({1}, {3}" + lo_hi + "))";
+  return UOp::make(CUSTOMI, dtypes::int32, ops, Arg(f));
+}
+
+const PatternMatcher& pm_int_madd() {
+  static const PatternMatcher pm{
+      U(ADD, dtypes::int32, {}, {}, "x") >> [](M m) { return int_madd(m["x"], m.ctx<const CStyleLanguage>().pmaddwd_lanes); },
+  };
+  return pm;
+}
+
 const PatternMatcher& pm_cast_float_alu() {
   static const PatternMatcher pm = PatternMatcher{
       U(OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}, {}, {V("x")}, {}, "u") >> [](M m) {

@@ -597,8 +597,10 @@ UOp matvec_lanes(Scheduler& k) {
   for (auto& u : red[0].src(0).toposort())
     if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
   int64_t ka = ud.back(), row = few ? *few : ups[0];
-  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
-  if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
+  // K of one register is no loop, unless an outer reduce axis loops over such registers (ggml_dot's blocks of lanes)
+  bool blocks = ud.size() > 1;
+  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && (fs[ka] > k.ren.vector_width || blocks) ? k.ren.vector_width : 8;  // a register, else half
+  if (fs[ka] % lanes != 0 || (fs[ka] == lanes && !blocks)) return UOp();
   bool weight = false;  // an input that reads along K and moves along the rows
   for (auto& b : input_bufs(k)) {
     UOp idx = b.src(1).get_idx();
