@@ -1,6 +1,7 @@
 // tg::gguf::ggml_dot against ggml's integer dot products written out in numpy from ggml's C (tests/llm/ggml_dot_ref.py)
 // on random blocks: x quantized bit for bit (int8 values and scales, a block of zeros included), the int32 sums per
-// block equal, x @ W^T equal up to float32 rounding of the block terms; each with SIMD kernels and tinygrad's (SIMD=0).
+// block equal, x @ W^T (and one row of x, decode's kernel) equal up to float32 rounding of the block terms; each with SIMD
+// kernels and tinygrad's (SIMD=0).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +53,9 @@ TEST_P(GgmlDot, MatchesGgmlsIntegerDot) {
   std::vector<double> ry = ref().load<double>(t + "y.bin"), scale = ref().load<double>(t + "yabs.bin");
   ASSERT_EQ(y.size(), ry.size());
   for (size_t i = 0; i < y.size(); i++) EXPECT_NEAR(y[i], ry[i], 1e-6 * scale[i]) << "row " << i / N << " column " << i % N;
+  // one row of x, as in decode: the matrix-vector kernel (SIMD: matvec lanes, pmaddwd on x86)
+  std::vector<float> y0 = ggml_dot(x.shrink({{0, 1}, {0, K}}), w, N, type).to_vector<float>();
+  for (size_t i = 0; i < size_t(N); i++) EXPECT_NEAR(y0[i], ry[i], 1e-6 * scale[i]) << "one row, column " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GgmlDot, testing::Combine(testing::Values(GGMLType::Q8_0, GGMLType::Q4_K), testing::Values(1, 0)));
