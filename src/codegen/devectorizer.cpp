@@ -204,7 +204,7 @@ const PatternMatcher& pm_vector_lanes() {
   return pm;
 }
 
-// a*x + b*y on int32 lanes of integers of at most 16 bits, each operand a vector cast up (ggml_dot's lanes, each the sum
+// a*x + b*y on int32 lanes of integers that fit 16 bits, each operand a vector cast up (ggml_dot's lanes, each the sum
 // of two products): x86's pmaddwd multiplies 16-bit pairs and adds each pair into an int32 lane, so with a and b
 // interleaved (a0 b0 a1 b1 ...) and x and y alike it gives every lane's a*x + b*y exactly (16-bit products cannot
 // overflow their 32-bit sum), one instruction where clang multiplies 32-bit lanes (vpmulld) and adds
@@ -218,8 +218,8 @@ UOp int_madd(const UOp& add, int64_t most) {
     if (m.op() != MUL) return UOp();
     for (const UOp& c : m.src()) {
       if (c.op() != CAST || cg_shape(c) != sh) return UOp();
-      DType d = c.src(0).dtype();
-      if (d != dtypes::int8 && d != dtypes::uint8 && d != dtypes::int16) return UOp();
+      const UOp& v = c.src(0);  // 16 bits by its dtype or by its range (Q4_K's nibbles: a uint32 masked with 0xF)
+      if (!v.dtype().is_int() || v.vmin().as_int() < -32768 || v.vmax().as_int() > 32767) return UOp();
       ops.push_back(c.src(0).cast(dtypes::int16));
     }
   }
