@@ -139,6 +139,7 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
   auto linear = [&](const std::string& name, const Shape& shape) {
     Linear l = weight(name, shape);
     if (!gguf::ggml_dot_supported(l.type) || !settings().QUANT_DOT) l.raw.reset();
+    if (l.raw && l.type == gguf::GGMLType::Q4_K) raw.push_back(*(l.scales = gguf::ggml_dot_scales(*l.raw, shape[0], shape[1], l.type).contiguous()));
     return l;
   };
   auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape).w) : std::nullopt; };
@@ -197,7 +198,7 @@ Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1,
 // quantized to int8 per block (where the float path converts and multiplies every weight)
 Tensor Model::lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b) const {
   int64_t T = x.shape()[x.ndim() - 2], K = x.shape().back(), N = l.w.shape()[0];
-  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
+  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.scales).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
   return b ? y + *b : y;
 }
 
