@@ -278,6 +278,7 @@ UOp int_dot4(const UOp& add, int64_t most) {
     if (!ub.w || !sb.w || ub.j != sb.j || (u && (ub.w != u || sb.w != s || ub.m != m)) || (seen >> ub.j & 1)) return UOp();
     u = ub.w, s = sb.w, m = ub.m, seen |= int64_t(1) << ub.j;
   }
+  if (cg_shape(u) != sh || cg_shape(s) != sh) return UOp();  // (a word all lanes share stays a scalar)
   if (m != 255) u = u & u.const_like(ConstVal(int64_t(m) * 0x01010101));
   // (the accumulator is zero, spelled s ^ s: it has s's vector type)
   std::string f = "__builtin_ia32_vpdpbusd" + std::to_string((*sh)[0] * 32) + "({1} ^ {1}, {0}, {1})";

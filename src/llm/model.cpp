@@ -138,7 +138,9 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
   };
   auto linear = [&](const std::string& name, const Shape& shape) {
     Linear l = weight(name, shape);
-    if (!gguf::ggml_dot_supported(l.type) || !settings().QUANT_DOT) l.raw.reset();
+    // (Q8_0's integer dot is slower than its float path on AVX-512: only QUANT_DOT=2 takes it)
+    int64_t qd = settings().QUANT_DOT;
+    if (!gguf::ggml_dot_supported(l.type) || qd <= 0 || (qd == 1 && l.type != gguf::GGMLType::Q4_K)) l.raw.reset();
     if (l.raw && l.type == gguf::GGMLType::Q4_K) raw.push_back(*(l.scales = gguf::ggml_dot_scales(*l.raw, shape[0], shape[1], l.type).contiguous()));
     return l;
   };

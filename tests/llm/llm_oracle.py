@@ -6,6 +6,7 @@
 #   llm_oracle.py bench PATH             -> PATH: the decode benchmark's model (d256, 4 layers, Q8_0 weights; docs/benchmarks.md)
 #   llm_oracle.py forward MODEL 1,5,17 N -> JSON {"logprobs": [[...] per position], "greedy": [N tokens after the prompt]}
 #   llm_oracle.py forward MODEL 1,5,17 N qdot: the same with Q8_0 / Q4_K linears fed int8-quantized activations (ggml-cpu)
+#   (qdot:Q4_K: only the Q4_K linears)
 import json, sys
 import numpy as np
 import gguf
@@ -122,7 +123,7 @@ class Ref:
     kv = {k: f.contents() for k, f in r.fields.items()}
     self.w = {t.name: gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape([int(x) for x in reversed(t.shape)]) for t in r.tensors}
     self.types = {t.name: t.tensor_type for t in r.tensors}
-    self.qdot = False
+    self.qdot = set()  # the types whose linears take int8 activations
     a = kv["general.architecture"]
     self.neox = a in ("qwen2", "qwen3")
     self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
@@ -133,12 +134,12 @@ class Ref:
 
   def mm(self, x, name):  # x @ W^T; with qdot, x's rows as the int8 blocks ggml-cpu multiplies a Q8_0 / Q4_K weight with
     t = self.types.get(name, self.types.get("token_embd.weight") if name == "output.weight" else None)
-    if self.qdot and t == Q.Q8_0:  # quantize_row_q8_0 (x86): d = amax / 127 as float16, q = round(x * 127 / amax)
+    if t in self.qdot and t == Q.Q8_0:  # quantize_row_q8_0 (x86): d = amax / 127 as float16, q = round(x * 127 / amax)
       b = x.astype(np.float32).reshape(x.shape[0], -1, 32)
       amax = np.abs(b).max(-1, keepdims=True)
       with np.errstate(divide="ignore"): q = np.rint(b * np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32))
       x = (q * (amax / np.float32(127)).astype(np.float16).astype(np.float64)).reshape(x.shape)
-    elif self.qdot and t == Q.Q4_K:  # quantize_row_q8_K_ref: d = max / -127 of the element of the largest magnitude
+    elif t in self.qdot and t == Q.Q4_K:  # quantize_row_q8_K_ref: d = max / -127 of the element of the largest magnitude
       b = x.astype(np.float32).reshape(x.shape[0], -1, 256)
       mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)
       with np.errstate(divide="ignore"): iscale = np.where(mx != 0, np.float32(-127) / mx, np.float32(0)).astype(np.float32)
@@ -187,7 +188,9 @@ if __name__ == "__main__":
     write(sys.argv[2], "bench", 7)
   elif sys.argv[1] == "forward":
     ref, toks, n = Ref(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4])
-    ref.qdot = len(sys.argv) > 5 and sys.argv[5] == "qdot"  # decode's linears with int8 activations (QUANT_DOT)
+    # decode's linears with int8 activations (QUANT_DOT): "qdot" Q8_0 and Q4_K (QUANT_DOT=2), "qdot:Q4_K" Q4_K only (1)
+    arg = sys.argv[5] if len(sys.argv) > 5 else ""
+    ref.qdot = {Q.Q8_0, Q.Q4_K} if arg == "qdot" else {Q.Q4_K} if arg == "qdot:Q4_K" else set()
     lp = ref.forward(toks)
     greedy, seq = [], list(toks)
     for _ in range(n):  # greedy: the whole sequence again per token (no cache: the oracle stays the simplest forward)

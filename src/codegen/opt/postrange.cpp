@@ -624,6 +624,14 @@ std::vector<UOp> matvec_lanes(Scheduler& k) {
       auto rs2 = t.rngs();
       for (size_t i = 0; i < ud2.size(); i++)
         if (rs2[size_t(ud2[i])] == rs[ud[ud.size() - 2]]) { lane.push_back(t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))})->second); break; }
+      // and an outer axis of 2 above the pair (Q4_K's two halves of a super-block): unrolled, each half's scales are
+      // lanes of one load per super-block (118 instructions per 64 weights by 8 rows, 135 with it a loop)
+      if (ud.size() >= 3 && fs[ud[ud.size() - 3]] == 2) {
+        auto ud3 = t.unrollable_dims();
+        auto rs3 = t.rngs();
+        for (size_t i = 0; i < ud3.size(); i++)
+          if (rs3[size_t(ud3[i])] == rs[ud[ud.size() - 3]]) { t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))}); break; }
+      }
     }
     if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
     else
