@@ -12,7 +12,7 @@ import numpy as np
 out, seed = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0
 rng = np.random.default_rng(seed)
 os.makedirs(out, exist_ok=True)
-N, K, R = 5, 512, 3
+N, K, R = 64, 768, 3
 
 def blocks(nb, nbytes, f16_at):
   raw = rng.integers(0, 256, (nb, nbytes), dtype=np.uint8)
