@@ -87,11 +87,14 @@ Q8Rows ggml_quantize_rows(const Tensor& x, GGMLType type);
 // the int32 sums of products of each block of 32 of W (`raw`, n rows of K) with xq's: (rows, n, K / 32)
 Tensor ggml_block_dots(const Q8Rows& xq, const Tensor& raw, int64_t n, GGMLType type);
 // x (rows, K) float32 @ W^T, W (n, K) as raw ggml bytes of `type`: (rows, n) float32
-// (Q4_K: `scales` from ggml_dot_scales, realized with the weight; else decoded in the kernel)
-Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<Tensor>& scales = std::nullopt);
-// what ggml_dot reads of W decoded once, where the integer loop would decode it for each row again: Q4_K's 6-bit
-// scales and mins as bytes (n, K / 256, 16), 8 scales then 8 mins a super-block
-Tensor ggml_dot_scales(const Tensor& raw, int64_t n, int64_t K, GGMLType type);
+// what ggml_dot reads of a Q4_K W, made once where W is realized (a model's weight; without it ggml_dot makes it in
+// each call, which the scheduler pays for in every graph): its bytes as 32-bit words and as float16 (views of a realized
+// buffer, no copies) and its 6-bit scales and mins decoded to bytes, (n, K / 256, 16), 8 scales then 8 mins a super-block
+struct DotWeight {
+  Tensor words, halves, scales;
+};
+DotWeight ggml_dot_weight(const Tensor& raw, int64_t n, int64_t K, GGMLType type);
+Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<DotWeight>& w = std::nullopt);
 
 // ** files **
 

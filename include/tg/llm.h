@@ -75,7 +75,7 @@ class Model {
     Tensor w;
     std::optional<Tensor> raw;
     gguf::GGMLType type = gguf::GGMLType::F32;
-    std::optional<Tensor> scales;  // gguf::ggml_dot_scales of raw, where the type has them
+    std::optional<gguf::DotWeight> dot;  // gguf::ggml_dot_weight of raw, where the type has one
   };
   Tensor lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b = std::nullopt) const;
   struct Layer {

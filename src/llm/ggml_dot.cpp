@@ -73,9 +73,9 @@ Tensor q4k_scales(const Tensor& raw, int64_t n, int64_t K) {
 // bytes holds sub-block 2c in its low nibbles and 2c + 1 in its high ones, so lane l of pair p is the dot of word l's low
 // nibbles with x's word l of sub-block 2(2p + l / 8) and of its high ones with that of 2(2p + l / 8) + 1, each times its
 // sub-block's scale. `xw`: x's words in that order (q4k_x_words), so the loop loads them as they are (no shuffles)
-Tensor q4k_lanes(const Tensor& xw, const Tensor& raw, const Tensor& scales, int64_t n) {
+Tensor q4k_lanes(const Tensor& xw, const Tensor& ww, const Tensor& scales, int64_t n) {
   int64_t R = xw.shape()[0], nb = scales.shape()[1];
-  Tensor qw = words(raw).reshape({1, n, nb, 36}).shrink({{0, 1}, {0, n}, {0, nb}, {4, 36}}).reshape({1, n, nb, 2, 16});
+  Tensor qw = ww.reshape({1, n, nb, 36}).shrink({{0, 1}, {0, n}, {0, nb}, {4, 36}}).reshape({1, n, nb, 2, 16});
   Tensor x = xw.reshape({R, 1, nb, 2, 2, 16}), m4 = Tensor(0x0F0F0F0F, dtypes::uint32);
   auto half = [&](int64_t h) { return x.shrink({{0, R}, {0, 1}, {0, nb}, {0, 2}, {h, h + 1}, {0, 16}}).reshape({R, 1, nb, 2, 16}); };
   auto sc = [&](int64_t h) {
@@ -107,19 +107,20 @@ void check(const Q8Rows& xq, GGMLType type) {
 }
 }  // namespace
 
-Tensor ggml_dot_scales(const Tensor& raw, int64_t n, int64_t K, GGMLType type) {
-  if (type != GGMLType::Q4_K) throw Error("ggml_dot_scales: " + ggml_type_name(uint32_t(type)) + " has no decoded scales (Q4_K)");
-  return q4k_scales(raw, n, K);
+DotWeight ggml_dot_weight(const Tensor& raw, int64_t n, int64_t K, GGMLType type) {
+  if (type != GGMLType::Q4_K) throw Error("ggml_dot_weight: " + ggml_type_name(uint32_t(type)) + " reads its bytes as they are (Q4_K only)");
+  blocks(raw, n, K, type);  // (checks the size)
+  return {words(raw), raw.bitcast(dtypes::float16).contiguous(), q4k_scales(raw, n, K).contiguous()};
 }
 
 Tensor ggml_block_dots(const Q8Rows& xq, const Tensor& raw, int64_t n, GGMLType type) {
   check(xq, type);
   if (type == GGMLType::Q8_0) return q8_0_lanes(xq, raw, n).sum(-1);
   int64_t K = xq.q.shape()[1];
-  return q4k_lanes(q4k_x_words(xq.q), raw, q4k_scales(raw, n, K), n).sum({3, 4});  // the scaled sums of a super-block's 8 sub-blocks
+  return q4k_lanes(q4k_x_words(xq.q), words(raw), q4k_scales(raw, n, K), n).sum({3, 4});  // the scaled sums of a super-block's 8 sub-blocks
 }
 
-Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<Tensor>& scales) {
+Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<DotWeight>& w) {
   Q8Rows xq = ggml_quantize_rows(x, type);
   int64_t R = x.shape()[0], K = x.shape()[1], nb = K / ggml_block(type).first;
   Tensor dx = xq.d.contiguous().reshape({R, 1, nb});  // x's quantization: its own small kernels, not redone for each row of W
@@ -132,14 +133,14 @@ Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, co
   // Q4_K: d and dmin as float16 loads (a view of W's bytes); minus dmin * d_x * sum_j min_j * (x's sum over sub-block j),
   // that sum split in quarters over the lanes of both pairs: lane l of pair p is min_(l % 8) times x's sum of the 8
   // elements 8(2p + l / 8).. of sub-block l % 8 (no lane left empty, none selected by the pair)
-  if (scales && (scales->shape() != Shape{n, nb, 16} || scales->dtype() != dtypes::uint8))
-    throw Error("ggml_dot: Q4_K scales need (" + std::to_string(n) + ", " + std::to_string(nb) + ", 16) uint8, got " + scales->shape_str());
-  Tensor sc = scales ? *scales : q4k_scales(raw, n, K);
-  Tensor h = raw.bitcast(dtypes::float16).contiguous().reshape({1, n, nb, 72});
+  DotWeight dw = w ? *w : ggml_dot_weight(raw, n, K, type);
+  if (dw.scales.shape() != Shape{n, nb, 16} || dw.scales.dtype() != dtypes::uint8 || dw.words.shape() != Shape{n * nb * 36} || dw.halves.shape() != Shape{n * nb * 72})
+    throw Error("ggml_dot: the DotWeight is not of this W (" + std::to_string(n) + " rows of " + std::to_string(K) + " as Q4_K)");
+  Tensor sc = dw.scales, h = dw.halves.reshape({1, n, nb, 72});
   auto field = [&](int64_t i) { return f32(h.shrink({{0, 1}, {0, n}, {0, nb}, {i, i + 1}})).reshape({1, n, nb, 1, 1}); };
   Tensor qsum = xq.q.cast(dtypes::int32).reshape({R, nb, 8, 2, 2, 8}).sum(-1).permute({0, 1, 3, 4, 2}).contiguous().reshape({R, 1, nb, 2, 16});
   Tensor m = i32(sc.reshape({n, nb, 2, 1, 8}).shrink({{0, n}, {0, nb}, {1, 2}, {0, 1}, {0, 8}}).expand({n, nb, 1, 2, 8})).reshape({1, n, nb, 1, 16});
-  Tensor l = (f32(q4k_lanes(q4k_x_words(xq.q), raw, sc, n)) * field(0) - f32(m * qsum) * field(1)) * dx.reshape({R, 1, nb, 1, 1});
+  Tensor l = (f32(q4k_lanes(q4k_x_words(xq.q), dw.words, sc, n)) * field(0) - f32(m * qsum) * field(1)) * dx.reshape({R, 1, nb, 1, 1});
   return l.sum({2, 3, 4});
 }
 

@@ -141,7 +141,6 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
     // (Q8_0's integer dot is slower than its float path on AVX-512: only QUANT_DOT=2 takes it)
     int64_t qd = settings().QUANT_DOT;
     if (!gguf::ggml_dot_supported(l.type) || qd <= 0 || (qd == 1 && l.type != gguf::GGMLType::Q4_K)) l.raw.reset();
-    if (l.raw && l.type == gguf::GGMLType::Q4_K) raw.push_back(*(l.scales = gguf::ggml_dot_scales(*l.raw, shape[0], shape[1], l.type).contiguous()));
     return l;
   };
   auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape).w) : std::nullopt; };
@@ -174,6 +173,17 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
   rope_cos_ = Tensor::from_vector(cs, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
   rope_sin_ = Tensor::from_vector(sn, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
   Tensor::realize(raw);
+  // Q4_K's words and float16 as views of the realized bytes, its scales decoded: once, not in every decode graph
+  std::vector<Tensor> dots;
+  auto prepare = [&](Linear& l) {
+    if (!l.raw || l.type != gguf::GGMLType::Q4_K) return;
+    l.dot = gguf::ggml_dot_weight(*l.raw, l.w.shape()[0], l.w.shape()[1], l.type);
+    dots.insert(dots.end(), {l.dot->words, l.dot->halves, l.dot->scales});
+  };
+  prepare(output_);
+  for (auto& l : layers_)
+    for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);
+  Tensor::realize(dots);
   for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
     for (int32_t i = 0; i < tok_.n_vocab(); i++)
       if (tok_.token(i) == s && tok_.type(i) == TokenType::CONTROL) stop_.push_back(i);
@@ -200,7 +210,7 @@ Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1,
 // quantized to int8 per block (where the float path converts and multiplies every weight)
 Tensor Model::lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b) const {
   int64_t T = x.shape()[x.ndim() - 2], K = x.shape().back(), N = l.w.shape()[0];
-  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.scales).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
+  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.dot).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
   return b ? y + *b : y;
 }
 

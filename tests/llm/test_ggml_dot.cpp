@@ -58,8 +58,8 @@ TEST_P(GgmlDot, MatchesGgmlsIntegerDot) {
   for (size_t i = 0; i < y.size(); i++) EXPECT_NEAR(y[i], ry[i], tol * scale[i]) << "row " << i / N << " column " << i % N;
   // one row of x, as in decode: the matrix-vector kernel (SIMD: matvec lanes, pmaddwd on x86)
   // (Q4_K with its scales decoded once, as the model does: there the loop is vpdpbusd on AVX512-VNNI)
-  std::optional<Tensor> sc;
-  if (type == GGMLType::Q4_K) sc = ggml_dot_scales(w, N, K, type).contiguous().realize();
+  std::optional<DotWeight> sc;
+  if (type == GGMLType::Q4_K) sc = ggml_dot_weight(w, N, K, type), Tensor::realize({sc->words, sc->halves, sc->scales});
   std::vector<float> y0 = ggml_dot(x.shrink({{0, 1}, {0, K}}), w, N, type, sc).to_vector<float>();
   for (size_t i = 0; i < size_t(N); i++) EXPECT_NEAR(y0[i], ry[i], tol * scale[i]) << "one row, column " << i;
 }
