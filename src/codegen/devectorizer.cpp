@@ -275,7 +275,8 @@ UOp int_dot4(const UOp& add, int64_t most) {
       if (a.op() != CAST || c.op() != CAST || c.src(0).op() != CAST || c.src(0).dtype() != dtypes::int8) continue;
       ub = word_byte(a.src(0), true), sb = word_byte(c.src(0).src(0), false);
     }
-    if (!ub.w || !sb.w || ub.j != sb.j || (u && (ub.w != u || sb.w != s || ub.m != m)) || (seen >> ub.j & 1)) return UOp();
+    // (a signed byte is the whole byte: a mask below 255 before the int8 cast would change it)
+    if (!ub.w || !sb.w || sb.m != 255 || ub.j != sb.j || (u && (ub.w != u || sb.w != s || ub.m != m)) || (seen >> ub.j & 1)) return UOp();
     u = ub.w, s = sb.w, m = ub.m, seen |= int64_t(1) << ub.j;
   }
   if (cg_shape(u) != sh || cg_shape(s) != sh) return UOp();  // (a word all lanes share stays a scalar)
