@@ -72,6 +72,30 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type);
 // use); quantized blocks as their bytes. ggml_data_to_tensor of the result decodes it
 Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device);
 
+// ** ggml's integer dot products (ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q4_K_q8_K) **
+// x @ W^T for W of a type with an integer dot (Q8_0, Q4_K): x's rows quantized to int8 per block as ggml-cpu quantizes
+// activations (Q8_0 blocks of 32 for Q8_0, Q8_K blocks of 256 for Q4_K), multiplied with W's integers, summed in int32
+// per block of 32, then the blocks' float scales; a Tensor graph on W's raw bytes that fuses into one kernel with its read
+bool ggml_dot_supported(GGMLType type);
+struct Q8Rows {
+  Tensor q;  // int8 (rows, K)
+  Tensor d;  // float32 (rows, K / block): a block's value is q * d
+};
+// x (rows, K) float32 as the activations ggml multiplies with `type`'s blocks: Q8_0 (d = amax / 127 rounded to float16,
+// q = round(x * 127 / amax)) or Q8_K (d = max / -127 of the element of the largest magnitude, q = round(x / d))
+Q8Rows ggml_quantize_rows(const Tensor& x, GGMLType type);
+// the int32 sums of products of each block of 32 of W (`raw`, n rows of K) with xq's: (rows, n, K / 32)
+Tensor ggml_block_dots(const Q8Rows& xq, const Tensor& raw, int64_t n, GGMLType type);
+// x (rows, K) float32 @ W^T, W (n, K) as raw ggml bytes of `type`: (rows, n) float32
+// what ggml_dot reads of a Q4_K W, made once where W is realized (a model's weight; without it ggml_dot makes it in
+// each call, which the scheduler pays for in every graph): its bytes as 32-bit words and as float16 (views of a realized
+// buffer, no copies) and its 6-bit scales and mins decoded to bytes, (n, K / 256, 16), 8 scales then 8 mins a super-block
+struct DotWeight {
+  Tensor words, halves, scales;
+};
+DotWeight ggml_dot_weight(const Tensor& raw, int64_t n, int64_t K, GGMLType type);
+Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<DotWeight>& w = std::nullopt);
+
 // ** files **
 
 struct TensorInfo {

@@ -69,8 +69,21 @@ class Model {
   const TinyJitBase* decode_jit() const { return jit_.get(); }  // the one-token TinyJit, once logits has made it
 
  private:
+  // a linear's weight as float32 (decoded from its bytes where read) and, for a type with an integer dot product, the
+  // raw bytes that a few rows of x multiply with integers (gguf::ggml_dot; QUANT_DOT=0: never)
+  struct Linear {
+    Tensor w;
+    std::optional<Tensor> raw;
+    gguf::GGMLType type = gguf::GGMLType::F32;
+    std::optional<gguf::DotWeight> dot;  // gguf::ggml_dot_weight of raw, where the type has one
+  };
+  Tensor lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b = std::nullopt) const;
   struct Layer {
-    Tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down, cache_kv;
+    Tensor attn_norm;
+    Linear wq, wk, wv, wo;
+    Tensor ffn_norm;
+    Linear w_gate, w_up, w_down;
+    Tensor cache_kv;
     std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
   };
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
@@ -83,7 +96,8 @@ class Model {
   Config cfg_;
   Tokenizer tok_;
   std::string dev_;
-  Tensor token_embd_, output_norm_, output_, rope_cos_, rope_sin_;
+  Tensor token_embd_, output_norm_, rope_cos_, rope_sin_;
+  Linear output_;
   std::vector<Layer> layers_;
   std::vector<int32_t> stop_;
   std::shared_ptr<TinyJit<Tensor>> jit_;  // built by logits for this object (jit_owner_): a moved Model makes a new one

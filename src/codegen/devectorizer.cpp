@@ -204,6 +204,102 @@ const PatternMatcher& pm_vector_lanes() {
   return pm;
 }
 
+// a*x + b*y on int32 lanes of integers that fit 16 bits, each operand a vector cast up (ggml_dot's lanes, each the sum
+// of two products): x86's pmaddwd multiplies 16-bit pairs and adds each pair into an int32 lane, so with a and b
+// interleaved (a0 b0 a1 b1 ...) and x and y alike it gives every lane's a*x + b*y exactly (16-bit products cannot
+// overflow their 32-bit sum), one instruction where clang multiplies 32-bit lanes (vpmulld) and adds
+UOp int_madd(const UOp& add, int64_t most) {
+  auto sh = cg_shape(add);
+  if (add.dtype() != dtypes::int32 || !sh || sh->size() != 1) return UOp();
+  int64_t n = (*sh)[0];
+  if ((n != 8 && n != 16) || n > most) return UOp();
+  std::vector<UOp> ops;  // a, x, b, y: the 16-bit sources of the casts
+  for (const UOp& m : add.src()) {
+    if (m.op() != MUL) return UOp();
+    for (const UOp& c : m.src()) {
+      if (c.op() != CAST || cg_shape(c) != sh) return UOp();
+      const UOp& v = c.src(0);  // 16 bits by its dtype or by its range (Q4_K's nibbles: a uint32 masked with 0xF)
+      if (!v.dtype().is_int() || v.vmin().as_int() < -32768 || v.vmax().as_int() > 32767) return UOp();
+      ops.push_back(c.src(0).cast(dtypes::int16));
+    }
+  }
+  std::string lo_hi;
+  for (int64_t i = 0; i < n; i++) lo_hi += ", " + std::to_string(i) + ", " + std::to_string(i + n);
+  std::string f = "__builtin_ia32_pmaddwd" + std::to_string(n * 32) + "(__builtin_shufflevector({0}, {2}" + lo_hi + "), __builtin_shufflevector({1}, {3}" + lo_hi + "))";
+  return UOp::make(CUSTOMI, dtypes::int32, ops, Arg(f));
+}
+
+// byte j of a 32-bit word w as (w >> 8j) & m (m <= 255; the shift, or the mask where the range makes it a no-op,
+// may be folded away): {w, j, m}, else a null word
+struct WordByte {
+  UOp w;
+  int64_t j = 0, m = 255;
+};
+WordByte word_byte(UOp v, bool masked) {
+  WordByte b;
+  if (v.op() == AND && v.src(1).op() == CONST && v.src(1).val().is_int()) {
+    b.m = v.src(1).val().i;
+    v = v.src(0);
+    if (b.m < 0 || b.m > 255) return {};
+  } else if (masked && (v.vmin().as_int() < 0 || v.vmax().as_int() > 255)) return {};  // (a signed byte is cast through int8)
+  if (v.op() == SHR && v.src(1).op() == CONST && v.src(1).val().is_int() && v.src(1).val().i % 8 == 0 && v.src(1).val().i <= 24)
+    b.j = v.src(1).val().i / 8, v = v.src(0);  // (a shift by another amount is the word's: Q4_K's high nibbles, w >> 4)
+  // a word masked alike in every byte (Q4_K's nibbles, w & 0x0F0F0F0F) is the word with the mask
+  if (v.op() == AND && v.src(1).op() == CONST && v.src(1).val().is_int() && v.src(1).val().i % 0x01010101 == 0)
+    b.m &= v.src(1).val().i / 0x01010101, v = v.src(0);
+  if (v.dtype().itemsize() != 4 || !v.dtype().is_int()) return {};
+  b.w = v;
+  return b;
+}
+
+// sum_j u_j * s_j over the 4 bytes of 32-bit words u (unsigned bytes, cast up) and s (signed: through int8) in int32
+// lanes (ggml_dot's Q4_K lanes): x86's vpdpbusd, one instruction for the 4 multiplies and 4 adds of every lane
+UOp int_dot4(const UOp& add, int64_t most) {
+  auto sh = cg_shape(add);
+  if (add.dtype() != dtypes::int32 || !sh || sh->size() != 1 || ((*sh)[0] != 8 && (*sh)[0] != 16) || (*sh)[0] > most) return UOp();
+  std::vector<UOp> muls, todo{add};
+  while (!todo.empty()) {
+    UOp x = todo.back();
+    todo.pop_back();
+    if (x.op() == ADD && x.dtype() == dtypes::int32) todo.insert(todo.end(), x.src().begin(), x.src().end());
+    else if (x.op() == MUL && muls.size() < 4) muls.push_back(x);
+    else return UOp();
+  }
+  if (muls.size() != 4) return UOp();
+  UOp u, s;
+  int64_t m = -1, seen = 0;
+  for (const UOp& x : muls) {
+    WordByte ub, sb;
+    for (int o = 0; o < 2 && !sb.w; o++) {
+      const UOp &a = x.src(size_t(o)), &c = x.src(size_t(1 - o));
+      if (a.op() != CAST || c.op() != CAST || c.src(0).op() != CAST || c.src(0).dtype() != dtypes::int8) continue;
+      ub = word_byte(a.src(0), true), sb = word_byte(c.src(0).src(0), false);
+    }
+    // (a signed byte is the whole byte: a mask below 255 before the int8 cast would change it)
+    if (!ub.w || !sb.w || sb.m != 255 || ub.j != sb.j || (u && (ub.w != u || sb.w != s || ub.m != m)) || (seen >> ub.j & 1)) return UOp();
+    u = ub.w, s = sb.w, m = ub.m, seen |= int64_t(1) << ub.j;
+  }
+  if (cg_shape(u) != sh || cg_shape(s) != sh) return UOp();  // (a word all lanes share stays a scalar)
+  if (m != 255) u = u & u.const_like(ConstVal(int64_t(m) * 0x01010101));
+  // (the accumulator is zero, spelled s ^ s: it has s's vector type)
+  std::string f = "__builtin_ia32_vpdpbusd" + std::to_string((*sh)[0] * 32) + "({1} ^ {1}, {0}, {1})";
+  return UOp::make(CUSTOMI, dtypes::int32, {u, s}, Arg(f));
+}
+
+const PatternMatcher& pm_int_dot4() {
+  static const PatternMatcher pm{
+      U(ADD, dtypes::int32, {}, {}, "x") >> [](M m) { return int_dot4(m["x"], m.ctx<const CStyleLanguage>().vpdpbusd_lanes); },
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_int_madd() {
+  static const PatternMatcher pm{
+      U(ADD, dtypes::int32, {}, {}, "x") >> [](M m) { return int_madd(m["x"], m.ctx<const CStyleLanguage>().pmaddwd_lanes); },
+  };
+  return pm;
+}
+
 const PatternMatcher& pm_cast_float_alu() {
   static const PatternMatcher pm = PatternMatcher{
       U(OpSet{SIN, LOG2, EXP2, SQRT, RECIPROCAL}, {}, {V("x")}, {}, "u") >> [](M m) {

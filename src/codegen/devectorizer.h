@@ -10,6 +10,8 @@ const PatternMatcher& pm_add_loads();
 const PatternMatcher& devectorizer2();
 const PatternMatcher& ew_devectorizer();
 const PatternMatcher& pm_cast_float_alu();
+const PatternMatcher& pm_int_dot4();     // SIMD x86 kernels: int32 lanes' dot of 4 u8 x s8 bytes as one vpdpbusd
+const PatternMatcher& pm_int_madd();     // SIMD x86 kernels: a*x + b*y of 8/16-bit integers in int32 lanes as one pmaddwd
 const PatternMatcher& pm_vector_lanes();  // SIMD kernels: a STACK of lanes computed alike as one op on vectors  // float ALUs (SIN, LOG2, ...) get a float operand before the decompositions
 
 }  // namespace tg

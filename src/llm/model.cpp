@@ -6,6 +6,7 @@
 
 #include "tg/error.h"
 #include "tg/llm.h"
+#include "util/settings.h"
 
 namespace tg::llm {
 
@@ -133,21 +134,28 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
     int64_t b = int64_t(g_.parts.at(t.split).data_start + t.offset);
     Tensor r = gguf::ggml_data_to_device(g_.parts[t.split].file.shrink({{b, b + t.nbytes}}), t.numel(), t.type, dev_).contiguous();
     raw.push_back(r);
-    return gguf::ggml_data_to_tensor(r, t.numel(), t.type).reshape(shape).cast(dtypes::float32);
+    return Linear{gguf::ggml_data_to_tensor(r, t.numel(), t.type).reshape(shape).cast(dtypes::float32), r, t.type};
   };
-  auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape)) : std::nullopt; };
+  auto linear = [&](const std::string& name, const Shape& shape) {
+    Linear l = weight(name, shape);
+    // (Q8_0's integer dot is slower than its float path on AVX-512: only QUANT_DOT=2 takes it)
+    int64_t qd = settings().QUANT_DOT;
+    if (!gguf::ggml_dot_supported(l.type) || qd <= 0 || (qd == 1 && l.type != gguf::GGMLType::Q4_K)) l.raw.reset();
+    return l;
+  };
+  auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape).w) : std::nullopt; };
   int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
-  token_embd_ = weight("token_embd.weight", {c.vocab_size, c.dim});
-  output_norm_ = weight("output_norm.weight", {c.dim});
-  output_ = c.tied_embeddings ? token_embd_ : weight("output.weight", {c.vocab_size, c.dim});
+  Linear embd = linear("token_embd.weight", {c.vocab_size, c.dim});
+  token_embd_ = embd.w, output_norm_ = weight("output_norm.weight", {c.dim}).w;
+  output_ = c.tied_embeddings ? embd : linear("output.weight", {c.vocab_size, c.dim});
   for (int64_t i = 0; i < c.n_layers; i++) {
     std::string b = "blk." + std::to_string(i) + ".";
-    Layer l{weight(b + "attn_norm.weight", {c.dim}), weight(b + "attn_q.weight", {q, c.dim}), weight(b + "attn_k.weight", {kv, c.dim}),
-            weight(b + "attn_v.weight", {kv, c.dim}), weight(b + "attn_output.weight", {c.dim, q}), weight(b + "ffn_norm.weight", {c.dim}),
-            weight(b + "ffn_gate.weight", {c.hidden_dim, c.dim}), weight(b + "ffn_up.weight", {c.hidden_dim, c.dim}),
-            weight(b + "ffn_down.weight", {c.dim, c.hidden_dim}),
+    Layer l{weight(b + "attn_norm.weight", {c.dim}).w, linear(b + "attn_q.weight", {q, c.dim}), linear(b + "attn_k.weight", {kv, c.dim}),
+            linear(b + "attn_v.weight", {kv, c.dim}), linear(b + "attn_output.weight", {c.dim, q}), weight(b + "ffn_norm.weight", {c.dim}).w,
+            linear(b + "ffn_gate.weight", {c.hidden_dim, c.dim}), linear(b + "ffn_up.weight", {c.hidden_dim, c.dim}),
+            linear(b + "ffn_down.weight", {c.dim, c.hidden_dim}),
             Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous()};
-    if (c.qk_norm) l.q_norm = weight(b + "attn_q_norm.weight", {c.head_dim}), l.k_norm = weight(b + "attn_k_norm.weight", {c.head_dim});
+    if (c.qk_norm) l.q_norm = weight(b + "attn_q_norm.weight", {c.head_dim}).w, l.k_norm = weight(b + "attn_k_norm.weight", {c.head_dim}).w;
     l.bq = opt(b + "attn_q.bias", {q}), l.bk = opt(b + "attn_k.bias", {kv}), l.bv = opt(b + "attn_v.bias", {kv});
     raw.push_back(l.cache_kv);
     layers_.push_back(std::move(l));
@@ -165,6 +173,17 @@ Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device
   rope_cos_ = Tensor::from_vector(cs, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
   rope_sin_ = Tensor::from_vector(sn, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
   Tensor::realize(raw);
+  // Q4_K's words and float16 as views of the realized bytes, its scales decoded: once, not in every decode graph
+  std::vector<Tensor> dots;
+  auto prepare = [&](Linear& l) {
+    if (!l.raw || l.type != gguf::GGMLType::Q4_K) return;
+    l.dot = gguf::ggml_dot_weight(*l.raw, l.w.shape()[0], l.w.shape()[1], l.type);
+    dots.insert(dots.end(), {l.dot->words, l.dot->halves, l.dot->scales});
+  };
+  prepare(output_);
+  for (auto& l : layers_)
+    for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);
+  Tensor::realize(dots);
   for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
     for (int32_t i = 0; i < tok_.n_vocab(); i++)
       if (tok_.token(i) == s && tok_.type(i) == TokenType::CONTROL) stop_.push_back(i);
@@ -185,11 +204,15 @@ sint Model::start_var() const { return tg::Variable("start_pos", 0, cfg_.max_con
 
 namespace {
 Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1, eps) * w; }
-Tensor lin(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b = std::nullopt) {
-  Tensor y = x.matmul(w.transpose(0, 1));
+}  // namespace
+
+// x (1, T, K) @ W^T (+ b). A few rows of x (decode) with a quantized W: ggml's integer dot products on W's bytes, x
+// quantized to int8 per block (where the float path converts and multiplies every weight)
+Tensor Model::lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b) const {
+  int64_t T = x.shape()[x.ndim() - 2], K = x.shape().back(), N = l.w.shape()[0];
+  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.dot).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
   return b ? y + *b : y;
 }
-}  // namespace
 
 // x (1, heads, T, head_dim) rotated at positions start_pos.. (the first rope_dim dims; the rest pass through)
 Tensor Model::rope(const Tensor& x, const sint& start_pos) const {

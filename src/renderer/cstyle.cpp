@@ -590,6 +590,8 @@ ClangRenderer::ClangRenderer() {
   float4_style = {"{", "}"};
   gep_arr_threshold = 0;
   vector_width = __builtin_cpu_supports("avx512f") ? 16 : 8;  // the host's: kernels are compiled with -march=native
+  pmaddwd_lanes = __builtin_cpu_supports("avx512bw") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 0;
+  vpdpbusd_lanes = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 16 : __builtin_cpu_supports("avxvnni") ? 8 : 0;
   infinity = "__builtin_inff()";
   nan = "__builtin_nanf(\"\")";
   barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);";

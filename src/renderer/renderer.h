@@ -28,6 +28,10 @@ class Renderer {
   std::vector<TensorCore> tensor_cores;
   // floats in the target's vector register (clang: 16 with AVX-512, else 8); 0: the C has no SIMD shaping
   int64_t vector_width = 0;
+  // the most int32 lanes of one x86 pmaddwd on the host (8: AVX2, 16: AVX512BW); 0: none (pm_int_madd)
+  int64_t pmaddwd_lanes = 0;
+  // the most int32 lanes of one x86 vpdpbusd (8: AVX-VNNI, 16: AVX512-VNNI); 0: none (pm_int_dot4)
+  int64_t vpdpbusd_lanes = 0;
   // what besides the class decides its output: the program memo keys it (a test may build two renderers of one class
   // that render differently)
   virtual std::string identity() const;

@@ -2,9 +2,11 @@
 # The oracle of tests/llm/test_model.cpp: tiny random llama-family GGUF models written with gguf-py's GGUFWriter, and an
 # independent float64 numpy forward over them that reads the files back with gguf-py's GGUFReader (quantized weights
 # through gguf.quants.dequantize), written from llama.cpp's definitions of each architecture.
-#   llm_oracle.py write OUTDIR           -> OUTDIR/{llama,gqa,qwen2,qwen3,quant}.gguf
+#   llm_oracle.py write OUTDIR           -> OUTDIR/{llama,gqa,qwen2,qwen3,quant,wide,grid,kquant}.gguf
 #   llm_oracle.py bench PATH             -> PATH: the decode benchmark's model (d256, 4 layers, Q8_0 weights; docs/benchmarks.md)
 #   llm_oracle.py forward MODEL 1,5,17 N -> JSON {"logprobs": [[...] per position], "greedy": [N tokens after the prompt]}
+#   llm_oracle.py forward MODEL 1,5,17 N qdot: the same with Q8_0 / Q4_K linears fed int8-quantized activations (ggml-cpu)
+#   (qdot:Q4_K: only the Q4_K linears)
 import json, sys
 import numpy as np
 import gguf
@@ -48,6 +50,8 @@ MODELS = {  # name: arch, sizes, tokenizer, options
   # wide enough for the CPU's packed GEMM (tensor/gemm.cpp: B of 1 MiB, 64 rows of A) in a prompt chunk of 64 tokens
   "wide": dict(arch="llama", dim=512, ffn=512, layers=1, heads=8, kv=4, ctx=96, vocab=spm_vocab(), quant={"attn": Q.F16, "ffn": Q.F16}),
   "grid": dict(arch="llama", dim=256, ffn=256, layers=1, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.IQ3_XXS, "ffn": Q.IQ2_S, "token_embd": Q.IQ3_S}),
+  # the types with an integer dot product in decode (Q4_K: random blocks too, gguf-py has no Q4_K quantizer)
+  "kquant": dict(arch="llama", dim=256, ffn=512, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q4_K, "ffn": Q.Q8_0, "token_embd": Q.Q8_0, "output": Q.Q4_K}),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
 
@@ -58,6 +62,18 @@ def grid_blocks(rng, shape, std, q):  # random blocks of a type whose first fiel
   d = std / gguf.quants.dequantize(raw, q).std(-1, keepdims=True)  # the values are linear in d
   raw[:, 0:2] = d.astype(np.float16).view(np.uint8)
   return raw.reshape(*shape[:-1], shape[-1] // blck * nbytes)
+
+def q4k_blocks(rng, shape, std):  # random Q4_K blocks: dmin set so each block's mean is about 0, then d and dmin scaled to `std`
+  raw = rng.integers(0, 256, (int(np.prod(shape)) // 256, 144), dtype=np.uint8)
+  def deq(d, dmin):
+    raw[:, 0:2], raw[:, 2:4] = d.astype(np.float16).view(np.uint8), dmin.astype(np.float16).view(np.uint8)
+    return gguf.quants.dequantize(raw, Q.Q4_K)
+  one, zero = np.ones((raw.shape[0], 1)), np.zeros((raw.shape[0], 1))
+  v, m = deq(one, zero), -deq(zero, one)  # the scaled nibbles, the mins
+  r = v.mean(-1, keepdims=True) / m.mean(-1, keepdims=True)
+  s = std / deq(one, r).std(-1, keepdims=True)
+  deq(s, r * s)
+  return raw.reshape(*shape[:-1], shape[-1] // 256 * 144)
 
 BENCH = dict(arch="llama", dim=256, ffn=768, layers=4, heads=8, kv=4, vocab=bpe_vocab("gpt2", ["<|startoftext|>", "<|endoftext|>"]),
              quant={k: Q.Q8_0 for k in ("attn", "ffn", "token_embd", "output")})
@@ -80,6 +96,7 @@ def write(path, name, seed):
     a = (rng.standard_normal(shape) * (scale if scale is not None else shape[-1] ** -0.5 * 1.5)).astype(np.float32)
     q = c.get("quant", {}).get(kind)
     if q in GRID_TYPES: w.add_tensor(name, grid_blocks(rng, shape, a.std(), q), raw_dtype=q)
+    elif q == Q.Q4_K: w.add_tensor(name, q4k_blocks(rng, shape, a.std()), raw_dtype=q)
     elif q == Q.F16: w.add_tensor(name, a.astype(np.float16))
     elif q is not None: w.add_tensor(name, gguf.quants.quantize(a, q), raw_dtype=q)
     else: w.add_tensor(name, a)
@@ -105,6 +122,8 @@ class Ref:
     r = gguf.GGUFReader(path)
     kv = {k: f.contents() for k, f in r.fields.items()}
     self.w = {t.name: gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape([int(x) for x in reversed(t.shape)]) for t in r.tensors}
+    self.types = {t.name: t.tensor_type for t in r.tensors}
+    self.qdot = set()  # the types whose linears take int8 activations
     a = kv["general.architecture"]
     self.neox = a in ("qwen2", "qwen3")
     self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
@@ -112,6 +131,21 @@ class Ref:
     self.eps, self.theta = kv[f"{a}.attention.layer_norm_rms_epsilon"], kv.get(f"{a}.rope.freq_base", 10000.0)
     self.scale = kv[f"{a}.rope.scaling.factor"] if kv.get(f"{a}.rope.scaling.type") == "linear" else 1.0
     if "output.weight" not in self.w: self.w["output.weight"] = self.w["token_embd.weight"]
+
+  def mm(self, x, name):  # x @ W^T; with qdot, x's rows as the int8 blocks ggml-cpu multiplies a Q8_0 / Q4_K weight with
+    t = self.types.get(name, self.types.get("token_embd.weight") if name == "output.weight" else None)
+    if t in self.qdot and t == Q.Q8_0:  # quantize_row_q8_0 (x86): d = amax / 127 as float16, q = round(x * 127 / amax)
+      b = x.astype(np.float32).reshape(x.shape[0], -1, 32)
+      amax = np.abs(b).max(-1, keepdims=True)
+      with np.errstate(divide="ignore"): q = np.rint(b * np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32))
+      x = (q * (amax / np.float32(127)).astype(np.float16).astype(np.float64)).reshape(x.shape)
+    elif t in self.qdot and t == Q.Q4_K:  # quantize_row_q8_K_ref: d = max / -127 of the element of the largest magnitude
+      b = x.astype(np.float32).reshape(x.shape[0], -1, 256)
+      mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)
+      with np.errstate(divide="ignore"): iscale = np.where(mx != 0, np.float32(-127) / mx, np.float32(0)).astype(np.float32)
+      with np.errstate(divide="ignore"): d = np.where(mx != 0, np.float32(1) / iscale, np.float32(0)).astype(np.float32)
+      x = (np.minimum(127, np.rint(b * iscale)) * d.astype(np.float64)).reshape(x.shape)
+    return x @ self.w[name].T
 
   def rms(self, x, w): return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * w
 
@@ -131,7 +165,7 @@ class Ref:
     for i in range(self.layers):
       g = lambda n: W[f"blk.{i}.{n}"]
       h = self.rms(x, g("attn_norm.weight"))
-      q, k, v = (h @ g(f"attn_{n}.weight").T + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
+      q, k, v = (self.mm(h, f"blk.{i}.attn_{n}.weight") + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
       q, k, v = q.reshape(T, self.heads, self.hd), k.reshape(T, self.kv, self.hd), v.reshape(T, self.kv, self.hd)
       if f"blk.{i}.attn_q_norm.weight" in W: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
       q, k = self.rope(q, pos), self.rope(k, pos)
@@ -139,11 +173,11 @@ class Ref:
       k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # query head j reads kv head j // rep
       s = np.einsum("thd,shd->hts", q, k) / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
       p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
-      x = x + np.einsum("hts,shd->thd", p, v).reshape(T, -1) @ g("attn_output.weight").T
+      x = x + self.mm(np.einsum("hts,shd->thd", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
       f = self.rms(x, g("ffn_norm.weight"))
-      a = f @ g("ffn_gate.weight").T
-      x = x + ((a / (1 + np.exp(-a))) * (f @ g("ffn_up.weight").T)) @ g("ffn_down.weight").T
-    l = self.rms(x, W["output_norm.weight"]) @ W["output.weight"].T
+      a = self.mm(f, f"blk.{i}.ffn_gate.weight")
+      x = x + self.mm((a / (1 + np.exp(-a))) * self.mm(f, f"blk.{i}.ffn_up.weight"), f"blk.{i}.ffn_down.weight")
+    l = self.mm(self.rms(x, W["output_norm.weight"]), "output.weight")
     m = l.max(-1, keepdims=True)
     return l - m - np.log(np.exp(l - m).sum(-1, keepdims=True))
 
@@ -154,6 +188,9 @@ if __name__ == "__main__":
     write(sys.argv[2], "bench", 7)
   elif sys.argv[1] == "forward":
     ref, toks, n = Ref(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4])
+    # decode's linears with int8 activations (QUANT_DOT): "qdot" Q8_0 and Q4_K (QUANT_DOT=2), "qdot:Q4_K" Q4_K only (1)
+    arg = sys.argv[5] if len(sys.argv) > 5 else ""
+    ref.qdot = {Q.Q8_0, Q.Q4_K} if arg == "qdot" else {Q.Q4_K} if arg == "qdot:Q4_K" else set()
     lp = ref.forward(toks)
     greedy, seq = [], list(toks)
     for _ in range(n):  # greedy: the whole sequence again per token (no cache: the oracle stays the simplest forward)

@@ -36,10 +36,10 @@ std::string q(const std::string& s) { return test::shell_quote(s); }
 const test::LlmModels& models() { return test::llm_models(); }
 #define NEED_MODELS() ASSERT_TRUE(models().error.empty()) << models().error
 
-json oracle(const std::string& model, const std::vector<int32_t>& toks, int n_greedy = 0) {
+json oracle(const std::string& model, const std::vector<int32_t>& toks, int n_greedy = 0, const std::string& qdot = "") {
   std::string ids;
   for (int32_t t : toks) ids += (ids.empty() ? "" : ",") + std::to_string(t);
-  Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " forward " + q(models().model(model)) + " " + ids + " " + std::to_string(n_greedy));
+  Proc r = sh(q(TG_PYTHON) + " " + q(TG_LLM_ORACLE) + " forward " + q(models().model(model)) + " " + ids + " " + std::to_string(n_greedy) + (qdot.empty() ? "" : " " + qdot));
   if (r.rc != 0) throw std::runtime_error("llm_oracle.py forward failed: " + r.out);
   return json::parse(r.out);
 }
@@ -172,6 +172,32 @@ TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q4_0);
   EXPECT_EQ(m.gguf().info("token_embd.weight").type, gguf::GGMLType::Q8_0);
   expect_logprobs(m.logits(PROMPT, 0, true, 7), m.config().vocab_size, oracle("quant", PROMPT));
+}
+
+// decode's Q8_0 / Q4_K linears (token by token, under the JIT) as ggml's integer dot products: against the oracle that
+// feeds those linears int8-quantized activations as ggml-cpu does (QUANT_DOT=2; 1, the default: the Q4_K ones only),
+// against the plain dequantized one with QUANT_DOT=0; the oracles differ by far more than either tolerance (the
+// activations' rounding)
+TEST(LlmModel, QuantDotDecodeMatchesInt8ActivationOracle) {
+  NEED_MODELS();
+  json both = oracle("kquant", PROMPT, 0, "qdot"), q4k = oracle("kquant", PROMPT, 0, "qdot:Q4_K"), plain = oracle("kquant", PROMPT);
+  auto apart = [&](const json& a, const json& b) {
+    double d = 0;
+    for (size_t t = 0; t < PROMPT.size(); t++)
+      for (size_t i = 0; i < a["logprobs"][t].size(); i++) d = std::max(d, std::abs(a["logprobs"][t][i].get<double>() - b["logprobs"][t][i].get<double>()));
+    return d;
+  };
+  EXPECT_GT(apart(both, plain), 1e-2);
+  EXPECT_GT(apart(q4k, plain), 1e-2);
+  EXPECT_GT(apart(both, q4k), 1e-2);
+  for (int on : {2, 1, 0}) {
+    Context c({{"QUANT_DOT", on}});
+    Model m = Model::load(models().model("kquant"));
+    EXPECT_EQ(m.gguf().info("blk.0.attn_q.weight").type, gguf::GGMLType::Q4_K);
+    EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q8_0);
+    EXPECT_EQ(m.gguf().info("output.weight").type, gguf::GGMLType::Q4_K);
+    expect_logprobs(m.logits(PROMPT, 0, true, 1), m.config().vocab_size, on == 2 ? both : on == 1 ? q4k : plain, on ? 1e-3 : 1e-4);
+  }
 }
 
 TEST(LlmModel, GridQuantizedMatchesDequantizedOracle) {

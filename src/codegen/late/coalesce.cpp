@@ -81,6 +81,8 @@ UOp memory_coalescing(const UOp& sink, const CStyleLanguage& ren) {
     // bytes (int8 weights, quantized blocks) and halves as a row's lanes: one load that clang converts to floats, where it
     // gathers loose bytes one insert at a time. The SIMD kernels' vector types are element aligned: any offset does
     else if (simd && ((dt.itemsize() == 1 && dt.is_int()) || dt == dtypes::float16)) lengths = {w, 8, 4}, any_offset = true;
+    // 32-bit words as a row's lanes (ggml_dot's packed bytes, 4 a lane): one register of them
+    else if (simd && (dt == dtypes::int32 || dt == dtypes::uint32)) lengths = {w, 8, 4, 2}, any_offset = true;
     else if (dt == dtypes::float32 || dt == dtypes::float16 || dt == dtypes::int32 || dt == dtypes::uint32) lengths = {4, 2};
     // fp8 as tinygrad, where the dialect has fp8 types (CUDA's); stored as bytes they stay scalar (their casts are bit ops)
     else if (dt.is_fp8() && ren.render_dtype(dt, 1, AddrSpace::REG) != "unsigned char" && ren.render_dtype(dt, 1, AddrSpace::REG) != "uchar") lengths = {4, 2};

@@ -628,8 +628,8 @@ bool two_operand_rows(Scheduler& t, const UOp& lane) {
 // register's lanes along K (8 or 16; 8 where K has no multiple of 16), each lane its own accumulator, by up to 8 rows. A
 // step loads a vector of each row and of the vector and does one vector FMA per row (pm_vector_lanes keeps the lanes
 // vectors); the lanes are summed once, after the loop. (Unrolled the usual way, each step's products are summed into
-// one scalar accumulator per row: a horizontal add per row per step.) Returns the lane range for split_lanes; a null
-// UOp where the kernel is no matrix-vector product. Not where the summed values need a transcendental (a softmax's sum
+// one scalar accumulator per row: a horizontal add per row per step.) Returns the lane ranges for split_lanes; none
+// where the kernel is no matrix-vector product. Not where the summed values need a transcendental (a softmax's sum
 // of exp, which its causal mask selects per lane: pm_vector_lanes vectorizes selects by one shared condition only, and
 // each lane's chain stays scalar; a prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below). A GEMM with a handful of columns
 // (an MLP's 10-way output layer: N of 16 or fewer, no vector lanes along it) is a matrix-vector product per row of A:
@@ -639,7 +639,7 @@ bool two_operand_rows(Scheduler& t, const UOp& lane) {
 // registers hold, the bigger operand's loop outermost: each block of its rows (W's, float16 or quantized) streams in
 // once and is read from L1 by every block of the other's. (Without lanes it ran at 3-12 GFLOPS: no operand is
 // contiguous along an output axis, so simd_upcast has no tile.)
-UOp matvec_lanes(Scheduler& k) {
+std::vector<UOp> matvec_lanes(Scheduler& k) {
   auto red = k.reduceops();
   auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
   auto fs = k.full_shape();
@@ -648,12 +648,14 @@ UOp matvec_lanes(Scheduler& k) {
   std::optional<int64_t> few;
   if (ups.size() == 2 && fs[size_t(ups[1])] <= 16 && fs[size_t(ups[0])] > 16) few = ups[1];
   bool gemm = ups.size() >= 2 && !few;
-  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || (ups.size() != 1 && !few && !gemm)) return UOp();
+  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || (ups.size() != 1 && !few && !gemm)) return {};
   for (auto& u : red[0].src(0).toposort())
-    if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
+    if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return {};
   int64_t ka = ud.back(), row = few ? *few : ups[0];
-  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
-  if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
+  // K of one register is no loop, unless an outer reduce axis loops over such registers (ggml_dot's blocks of lanes)
+  bool blocks = ud.size() > 1;
+  int64_t lanes = fs[ka] % k.ren.vector_width == 0 && (fs[ka] > k.ren.vector_width || blocks) ? k.ren.vector_width : 8;  // a register, else half
+  if (fs[ka] % lanes != 0 || (fs[ka] == lanes && !blocks)) return {};
   // several output axes and no two operands (a batch norm's per-channel sums of (b, c, h, w) over h, w): the rows along
   // the axis an input read along K moves along with the smallest stride
   if (gemm) {
@@ -664,40 +666,61 @@ UOp matvec_lanes(Scheduler& k) {
           if (auto st = stride_in(idx, rs[size_t(a)]); st && *st > 0 && (!best || *st < *best)) best = *st, row = a;
   }
   bool weight = false;  // an input that reads along K and moves along the rows
+  // half a register of lanes that an outer reduce axis of 2 continues in the weight (Q4_K's ggml_dot: 8 words of a
+  // 32-byte chunk, the next chunk 8 words on): both unrolled, a register of lanes
+  bool pair = lanes == fs[ka] && blocks && lanes * 2 == k.ren.vector_width && fs[ud[ud.size() - 2]] == 2;
   for (auto& b : input_bufs(k)) {
     UOp idx = b.src(1).get_idx();
     std::optional<int64_t> s = stride_in(idx, rs[ka]), sr = stride_in(idx, rs[row]);
-    if (!s || (*s != 0 && *s != 1)) return UOp();  // lanes are consecutive elements or one broadcast element
-    weight |= *s == 1 && sr && *sr != 0;
+    if (!s || (*s != 0 && *s != 1)) return {};  // lanes are consecutive elements or one broadcast element
+    bool w = *s == 1 && sr && *sr != 0;
+    weight |= w;
+    if (w && pair)
+      if (std::optional<int64_t> sg = stride_in(idx, rs[ud[ud.size() - 2]]); sg != std::optional<int64_t>(lanes) && sg != std::optional<int64_t>(0))
+        pair = false;  // (or repeats: Q4_K's mins, the same 8 lanes in both halves)
   }
   try {
     Scheduler t = k;
     // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
-    UOp lane = t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second;
+    std::vector<UOp> lane{t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second};
+    if (pair) {
+      auto ud2 = t.unrollable_dims();
+      auto rs2 = t.rngs();
+      for (size_t i = 0; i < ud2.size(); i++)
+        if (rs2[size_t(ud2[i])] == rs[ud[ud.size() - 2]]) { lane.push_back(t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))})->second); break; }
+      // and an outer axis of 2 above the pair (Q4_K's two halves of a super-block): unrolled, each half's scales are
+      // lanes of one load per super-block (118 instructions per 64 weights by 8 rows, 135 with it a loop)
+      if (ud.size() >= 3 && fs[ud[ud.size() - 3]] == 2) {
+        auto ud3 = t.unrollable_dims();
+        auto rs3 = t.rngs();
+        for (size_t i = 0; i < ud3.size(); i++)
+          if (rs3[size_t(ud3[i])] == rs[ud[ud.size() - 3]]) { t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))}); break; }
+      }
+    }
     Scheduler g = t;
-    if (gemm && two_operand_rows(g, lane)) t = g;
-    else if (!weight) return UOp();
+    if (gemm && two_operand_rows(g, lane[0])) t = g;
+    else if (!weight) return {};
     else if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
     else
       for (int64_t r : {8, 4, 2})
         if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
     k = t;
     return lane;
-  } catch (const KernelOptError&) { return UOp(); }
+  } catch (const KernelOptError&) { return {}; }
 }
 
 // REDUCE(x, loops..., lane) -> REDUCE(REDUCE(x, loops...), lane): the inner reduce keeps the lane axis in its
 // accumulators, the outer one is the horizontal sum after the loops
-void split_lanes(Scheduler& k, const UOp& lane) {
+void split_lanes(Scheduler& k, const std::vector<UOp>& lanes) {
   for (auto& r : k.ast.toposort()) {
     if (r.op() != REDUCE) continue;
     std::vector<UOp> loops;
     bool mine = false;
     for (auto& x : UOp::sink(tail(r.src(), 1)).toposort())
-      if (x.op() == RANGE && x == lane) mine = true;
+      if (x.op() == RANGE && has(lanes, x)) mine = true;
       else if (x.op() == RANGE && !has(loops, x)) loops.push_back(x);
     if (!mine) continue;
-    k.ast = k.ast.substitute(std::unordered_map<UOp, UOp>{{r, r.src(0).reduce(loops, reduce_op(r)).reduce({lane}, reduce_op(r))}});
+    k.ast = k.ast.substitute(std::unordered_map<UOp, UOp>{{r, r.src(0).reduce(loops, reduce_op(r)).reduce(lanes, reduce_op(r))}});
     return;
   }
 }
@@ -773,7 +796,7 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
               (simd_upcast(k, big ? k.ren.vector_width : 8, big) || column_reduce(k));
   if (!simd && !k.ren.has_local && k.ren.vector_width > 0 && !k.upcasted())
-    if (UOp lane = matvec_lanes(k)) {
+    if (auto lane = matvec_lanes(k); !lane.empty()) {
       apply_threads(k);
       split_lanes(k, lane);
       return k;
