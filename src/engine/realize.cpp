@@ -154,6 +154,7 @@ struct Stats {
 } stats;
 
 std::vector<RecordedLaunch>* recorder = nullptr;
+std::vector<TimedLaunch>* timer = nullptr;
 
 std::string size_to_str(double n) {
   char b[32];
@@ -192,7 +193,8 @@ void exec_kernel(const UOp& call, const VarVals& vars) {
   LaunchDims dims;
   for (int i = 0; i < 3; i++) dims.global[size_t(i)] = int(l.spec->global[size_t(i)]), dims.local[size_t(i)] = int(l.spec->local[size_t(i)]);
   bool dbg = settings().DEBUG >= 2;
-  double et = l.prg->launch(ptrs, vals, dims, dbg);
+  double et = l.prg->launch(ptrs, vals, dims, dbg || timer);
+  if (timer) timer->push_back({l.spec, et});
   stats.kernel_count++;
   engine_stats().kernels_launched++;
   if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec});
@@ -221,6 +223,8 @@ void exec_copy(const UOp& call) {
 
 void set_launch_recorder(std::vector<RecordedLaunch>* rec) { recorder = rec; }
 std::vector<RecordedLaunch>* launch_recorder() { return recorder; }
+void set_launch_timer(std::vector<TimedLaunch>* t) { timer = t; }
+std::vector<TimedLaunch>* launch_timer() { return timer; }
 
 Buffer& buffer_of(const UOp& buf) {
   if (buf.op() != Ops::BUFFER) throw Error("buffer_of: expected a BUFFER, got " + std::string(op_name(buf.op())));

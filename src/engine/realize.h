@@ -29,4 +29,13 @@ struct RecordedLaunch {
 void set_launch_recorder(std::vector<RecordedLaunch>* rec);
 std::vector<RecordedLaunch>* launch_recorder();
 
+// one kernel launch timed as DEBUG=2 times it (the launch waits for the kernel), by run_linear or a TinyJit replay
+struct TimedLaunch {
+  std::shared_ptr<const ProgramSpec> spec;
+  double seconds;
+};
+// while set, every kernel launch is timed and appended to *t (bench/infer's kernel rates); nullptr stops it
+void set_launch_timer(std::vector<TimedLaunch>* t);
+std::vector<TimedLaunch>* launch_timer();
+
 }  // namespace tg

@@ -130,6 +130,7 @@ void check_inputs(const std::vector<InputInfo>& want, const std::vector<std::vec
 struct Launch {
   std::shared_ptr<Program> prg;  // null: a copy, ptrs = {dest, src}
   std::string name;
+  std::shared_ptr<const ProgramSpec> spec;
   std::vector<void*> ptrs;
   std::vector<int64_t> vals;
   std::vector<std::string> var_names;  // vals[i] is the value of Variable var_names[i] ("" for a fixed one)
@@ -213,7 +214,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   for (size_t i = 0; i < bufs.size(); i++) input_of[bufs[i]] = i;
   std::unordered_set<const Buffer*> seen;
   for (RecordedLaunch& r : rec) {
-    Launch l{r.prg, r.name, {}, std::move(r.vals), {}, r.dims};
+    Launch l{r.prg, r.name, r.spec, {}, std::move(r.vals), {}, r.dims};
     if (r.spec)  // which of the values are the call's Variables: those a replay sets
       for (const KernelParam& p : r.spec->kernel.params)
         if (!p.is_buffer() && p.var_name != "core_id") {
@@ -283,9 +284,11 @@ std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs,
   for (const InputSlot& s : slots) launches[s.launch].ptrs[s.arg] = ptrs[s.input] + s.offset;
   bool dbg = debug_level() >= 2;
   auto& st = engine_stats();
+  std::vector<TimedLaunch>* timer = launch_timer();
   for (Launch& l : launches) {
     if (l.prg) {
-      double et = l.prg->launch(l.ptrs, l.vals, l.dims, dbg);
+      double et = l.prg->launch(l.ptrs, l.vals, l.dims, dbg || timer);
+      if (timer) timer->push_back({l.spec, et});
       st.kernels_launched++;
       if (dbg) std::printf("*** JIT %-46s arg %2zu tm %9.2fus\n", l.name.c_str(), l.ptrs.size(), et * 1e6);
     } else {
