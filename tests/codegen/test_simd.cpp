@@ -55,6 +55,11 @@ TEST(Simd, MatmulGetsARegisterTile) {
     ASSERT_GE(small.applied_opts.size(), 2u);
     EXPECT_EQ(small.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
     EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
+    // from 256K multiply-adds (a batch-1 convolution's 36 x 64 x 576) one vector of the host's lanes by 8 rows
+    Scheduler medium = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 128}).matmul(Tensor::empty({128, 64}))), caps_of(ren)));
+    ASSERT_GE(medium.applied_opts.size(), 2u);
+    EXPECT_EQ(medium.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    EXPECT_EQ(medium.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(8))}));
     for (auto& o : kw.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
     std::string src = to_program(kw.get_optimized_ast("test"), ren)->kernel.src;
     EXPECT_NE(src.find("__attribute__((aligned(" + std::to_string(4 * w) + ")))"), std::string::npos) << src;

@@ -426,8 +426,9 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
 // (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions. A big kernel
 // gets two vectors of lanes where the axis has them (a row of the tile: 2 loads, then each broadcast feeds 2 FMAs) and
 // as many rows as the vector registers hold beside a row's loads and a broadcast: up to 14 on AVX-512's 32 zmm (8 for
-// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
-bool simd_upcast(Scheduler& k, int64_t width, bool big) {
+// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce. A smaller
+// one gets one vector and up to rows_cap rows.
+bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
   int64_t regs = width >= 16 ? 32 : 16;
   std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
   auto fs = k.full_shape();
@@ -437,7 +438,7 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
     int64_t lanes = fs[a] % width == 0 ? width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
     if (lanes == 0) continue;
     int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
-    int64_t max_rows = big ? std::min<int64_t>(16, (regs - vecs - 2) / vecs) : 4;
+    int64_t max_rows = big ? std::min<int64_t>(16, (regs - vecs - 2) / vecs) : rows_cap;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
       if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
@@ -702,10 +703,12 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   }
 
   // (a small kernel gets a small tile, 8 lanes by 4 rows: it runs in microseconds, and a big one costs its codegen
-  // more than that)
-  bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
+  // more than that; from 256K multiply-adds, a batch-1 convolution's, one vector of the host's lanes by 8 rows: 3x the
+  // small tile's 35 GFLOPS)
+  int64_t size = prod(k.full_shape());
+  bool big = size >= (int64_t(1) << 22), medium = !big && size >= (int64_t(1) << 18);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
-              (simd_upcast(k, big ? k.ren.vector_width : 8, big) || column_reduce(k));
+              (simd_upcast(k, big || medium ? k.ren.vector_width : 8, big, medium ? 8 : 4) || column_reduce(k));
   if (!simd && !k.ren.has_local && k.ren.vector_width > 0 && !k.upcasted())
     if (UOp lane = matvec_lanes(k)) {
       apply_threads(k);
