@@ -140,7 +140,7 @@ inline int check_kernel_rates(const std::string& name, const std::function<void(
   std::printf("  %-40s %8s %5s  %-22s %7s %7s %7s %6s\n", "kernel", "ms", "%time", "contraction b x M x N x K", "GFLOPS", "BLAS", "matmul", "%GEMM");
   int slow = 0;
   for (auto& k : ks) {
-    std::vector<Contraction> cs = contractions(k.spec->ast);
+    std::vector<Contraction> cs = contractions(k.ast);
     double flops = 0, blas = 0, ours = 0;
     std::string shape;
     for (auto& c : cs) {

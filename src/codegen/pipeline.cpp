@@ -331,7 +331,6 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   }
   UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
   auto prg = std::make_shared<ProgramSpec>();
-  prg->ast = ast;
   const KernelInfo* ki = kernel_info(sink);
   prg->name = ki ? ki->function_name() : "test";
   if (ki) for (auto& o : ki->applied_opts) prg->applied_opts.push_back(o.str());

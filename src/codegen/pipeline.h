@@ -21,7 +21,6 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
 
 struct ProgramSpec {
   std::string name;  // the C function name (KernelInfo.function_name)
-  UOp ast;           // the kernel AST it was lowered from (before opts)
   RenderedKernel kernel;
   // launch size: CPU threads in global[0]; on a GPU the number of work-groups and their size (all 0: the device picks)
   std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};

@@ -194,10 +194,14 @@ void exec_kernel(const UOp& call, const VarVals& vars) {
   for (int i = 0; i < 3; i++) dims.global[size_t(i)] = int(l.spec->global[size_t(i)]), dims.local[size_t(i)] = int(l.spec->local[size_t(i)]);
   bool dbg = settings().DEBUG >= 2;
   double et = l.prg->launch(ptrs, vals, dims, dbg || timer);
-  if (timer) timer->push_back({l.spec, et});
+  if (timer) timer->push_back({l.spec, call.src(0), et});
+  size_t bi = 0;
+  for (const KernelParam& p : l.spec->kernel.params)
+    if (p.is_buffer() && p.writable) held[bi++]->touch();
+    else bi += p.is_buffer();
   stats.kernel_count++;
   engine_stats().kernels_launched++;
-  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec});
+  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec, call.src(0)});
   if (dbg) print_call(device, l.spec->name, ptrs.size(), et, l.spec->ops, l.spec->mem);
 }
 
@@ -211,6 +215,7 @@ void exec_copy(const UOp& call) {
   else if (host(*dest)) src->copyout(dest->ptr(), src->nbytes());
   else if (host(*src)) dest->copyin(src->ptr(), src->nbytes());
   else dest->copy_from(*src);
+  dest->touch();
   stats.kernel_count++;
   engine_stats().copies++;
   if (recorder) recorder->push_back({nullptr, "copy", {dest, src}, {}, {}});
