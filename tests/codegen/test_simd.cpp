@@ -496,3 +496,38 @@ TEST(Matvec, FewColumnsAreAllUpcast) {
         }
     }
 }
+
+// An elementwise kernel with an exp (the softmax's exps, tanh-gelu with a bias after a packed GEMM) gets the host's
+// lanes on an axis every buffer reads and writes contiguously or not at all; values against libm and a float64 matmul
+TEST(Simd, TranscendentalElementwiseGetsTheHostsLanes) {
+  constexpr int64_t M = 64, K = 256, N = 1024;  // B of 1 MiB: packed (tensor/gemm.cpp)
+  auto xs = randv(M * K, 5, -1.f, 1.f), ws = randv(K * N, 6, -0.2f, 0.2f), ms = randv(M, 7, -1.f, 1.f), bs = randv(N, 8, -1.f, 1.f);
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    Tensor x = Tensor::from_vector(xs, {M, K}), wt = Tensor::from_vector(ws, {K, N}), m = Tensor::from_vector(ms, {M, 1});
+    Tensor b = Tensor::from_vector(bs, {N});
+    auto e = [&] { return (x - m).exp(); };
+    auto g = [&] { return (x.reshape({2, M / 2, K}).matmul(wt) + b).gelu(); };  // a block's Linear: (B, T, D), a bias
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(e()), caps_of(with_width(w))));
+    ASSERT_FALSE(k.applied_opts.empty());
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    UOp linear = schedule_linear({g()});
+    Scheduler kg = hand_coded_optimizations(Scheduler(linear.src().back().src(0), caps_of(with_width(w))));  // after the pack, the GEMM
+    ASSERT_FALSE(kg.applied_opts.empty());
+    EXPECT_EQ(kg.applied_opts[0].op, OptOps::UPCAST);
+    EXPECT_EQ(kg.applied_opts[0].arg, Arg(w));
+    auto ev = e().to_vector<float>(), gv = g().to_vector<float>();
+    for (int64_t i = 0; i < M * K; i++) {
+      float want = std::exp(xs[size_t(i)] - ms[size_t(i / K)]);
+      ASSERT_NEAR(ev[size_t(i)], want, 4e-6f * want) << i;
+    }
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double v = bs[size_t(j)];
+        for (int64_t q = 0; q < K; q++) v += double(xs[size_t(i * K + q)]) * ws[size_t(q * N + j)];
+        double want = 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+        ASSERT_NEAR(gv[size_t(i * N + j)], want, 1e-4) << i << "," << j;
+      }
+  }
+}

@@ -638,6 +638,32 @@ void split_lanes(Scheduler& k, const UOp& lane) {
 }
 }  // namespace
 
+// SIMD CPU elementwise kernels with a float32 transcendental (the softmax's exps, tanh-gelu): the host's lanes on an
+// axis every buffer reads and writes contiguously or not at all, so exp2's polynomial runs on whole vector registers,
+// where the upcasts below take 4 lanes (a quarter of a zmm) or a strided axis (scalar code): 3x on the block's exps
+bool transcendental_lanes(Scheduler& k) {
+  int64_t w = k.ren.vector_width;
+  if (k.ren.has_local || w == 0 || !k.reduceops().empty() || k.upcasted()) return false;
+  auto topo = k.ast.toposort();
+  if (std::none_of(topo.begin(), topo.end(), [](const UOp& u) { return OpSet{EXP2, LOG2, SIN}.has(u.op()) && u.dtype() == dtypes::float32; }))
+    return false;
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  auto ups = k.upcastable_dims();
+  for (auto a = ups.rbegin(); a != ups.rend(); ++a) {
+    if (fs[size_t(*a)] % w != 0) continue;
+    bool lanes = false, ok = true;
+    for (auto& b : k.bufs()) {
+      std::optional<int64_t> st = stride_in(b.src(1).get_idx(), rs[size_t(*a)]);
+      ok &= st == 0 || st == 1, lanes |= st == 1;
+    }
+    if (!ok || !lanes) continue;
+    k.apply_opt(Opt{OptOps::UPCAST, *a, Arg(w)});
+    return true;
+  }
+  return false;
+}
+
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
   // a matrix-vector product on a GPU (a sum of products of two loads, the reduce range in the first one's index): 8
@@ -701,6 +727,7 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
     apply_threads(k);
     return k;
   }
+  transcendental_lanes(k);  // the upcasts below may add rows: 4 of a packed GEMM's panels are 512 contiguous bytes
 
   // (a small kernel gets a small tile, 8 lanes by 4 rows: it runs in microseconds, and a big one costs its codegen
   // more than that; from 256K multiply-adds, a batch-1 convolution's, one vector of the host's lanes by 8 rows: 3x the
