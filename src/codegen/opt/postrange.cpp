@@ -438,7 +438,6 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
     int64_t lanes = fs[a] % width == 0 ? width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
     if (lanes == 0) continue;
     int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
-    int64_t max_rows = big ? std::min<int64_t>(16, (regs - vecs - 2) / vecs) : rows_cap;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
       if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
@@ -448,14 +447,22 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
       // pm_clip_reduce_gates clip the window's ranges to the input
       std::vector<std::tuple<bool, int64_t, int64_t>> cands;  // (gates a window, stride, axis)
       int64_t nvec = vecs;  // one vector where the broadcast operand changes within two
+      std::vector<UOp> bcast;
       for (auto& bb : loads) {
         UOp bidx = bb.src(1).get_idx();
         if (stride_in(bidx, rs[a]) != 0 && !lane_invariant(bidx, rs[a], lanes)) continue;
         if (!lane_invariant(bidx, rs[a], lanes * nvec)) nvec = 1;
+        bcast.push_back(bidx);
         for (auto b : ups)
           if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0)
             cands.push_back({has(window, rs[b]), *st, b});
       }
+      // three vectors where two do not fit (a head of 48 on AVX-512: softmax @ v's softmax changes every 48 lanes), so
+      // a step of the reduce is 3 loads and 8 broadcasts for 24 FMAs, not 1 and 8 for 8
+      if (nvec == 1 && big && lanes == width && fs[a] % (3 * width) == 0 &&
+          std::all_of(bcast.begin(), bcast.end(), [&](const UOp& i) { return lane_invariant(i, rs[a], 3 * lanes); }))
+        nvec = 3;
+      int64_t max_rows = big ? std::min<int64_t>(16, (regs - nvec - 2) / nvec) : rows_cap;
       std::sort(cands.begin(), cands.end());
       std::vector<std::pair<UOp, int64_t>> picks;
       int64_t rows = 1;
