@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/llm: tg-llm against llama.cpp on the same GGUF files, same machine, same thread count.
-#   bench/llm.sh [BUILD_DIR]      (env: THREADS (default: nproc), PP (128), TG (128), TYPES ("F16 Q8_0 Q4_K"), REPS (3))
+#   bench/llm.sh [BUILD_DIR]      (env: THREADS (default: nproc), PP (128), TG (128), TYPES ("F16 Q8_0 Q4_K"), REPS (3),
+#                                  SHAPES ("110m 500m"))
 # 1. llama.cpp from the llama-cpp-python source distribution (PyPI), built with cmake in ~/.cache/tg-bench (never in
-#    the repo); 2. the 110M llama (bench/llm_model.py, random weights) as each type; 3. DRAM read bandwidth
+#    the repo); 2. the models (bench/llm_model.py, random weights) as each type: 110m a llama of d 768, 12 layers, ffn
+#    2048; 500m (507M parameters) d 1024, 24 layers, 16 heads over 4 KV heads, ffn 5120; 3. DRAM read bandwidth
 #    (build/bench/dram_bw); 4. llama-bench and `tg-llm bench` on each file: prompt (ppPP) and decode (tgTG) tok/s and
 #    their ratios, decode as weight bytes per token / time against the bandwidth.
 set -euo pipefail
@@ -30,8 +32,14 @@ if [ ! -x "$lb" ]; then
 fi
 
 # ** 2. models **
-for t in ${TYPES:-F16 Q8_0 Q4_K}; do
-  [ -f "$cache/models/llama110m-$t.gguf" ] || "$py" "$root/bench/llm_model.py" "$cache/models/llama110m-$t.gguf" "$t"
+shapes=${SHAPES:-110m 500m}
+declare -A shape_args=([110m]="" [500m]="--dim 1024 --layers 24 --heads 16 --kv-heads 4 --ffn 5120")
+for s in $shapes; do
+  [ -n "${shape_args[$s]+x}" ] || { echo "bench/llm.sh: unknown shape '$s' (110m, 500m)" >&2; exit 2; }
+  for t in ${TYPES:-F16 Q8_0 Q4_K}; do
+    # shellcheck disable=SC2086
+    [ -f "$cache/models/llama$s-$t.gguf" ] || "$py" "$root/bench/llm_model.py" "$cache/models/llama$s-$t.gguf" "$t" ${shape_args[$s]}
+  done
 done
 
 # ** 3. DRAM read bandwidth **
@@ -41,9 +49,9 @@ bw=$(awk '/^dram_read_GBps/ {print $2}' <<<"$dram")
 
 # ** 4. both engines on each file **
 echo "threads $threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB"
-for t in ${TYPES:-F16 Q8_0 Q4_K}; do
-  m=$cache/models/llama110m-$t.gguf
+printf '%-12s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB"
+for s in $shapes; do for t in ${TYPES:-F16 Q8_0 Q4_K}; do
+  m=$cache/models/llama$s-$t.gguf
   # llama-bench prints avg_ts per test in its csv output (one row for ppPP, one for tgTG)
   l=$("$lb" -m "$m" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o csv 2>/dev/null | "$py" -c '
 import csv, sys
@@ -51,9 +59,9 @@ r = {("pp" if int(x["n_prompt"]) else "tg"): float(x["avg_ts"]) for x in csv.Dic
 print(r["pp"], r["tg"])')
   o=$(NUM_CPU_THREADS=$threads "$build/tg-llm" bench --model "$m" -p "$pp" -n "$tg" --reps "$reps" --ctx $((pp + tg)) 2>/dev/null | tail -1)
   # o: "pp_tok_s tg_tok_s first_token_ms peak_rss_mib weight_bytes_per_token"
-  "$py" - "$t" $l $o "$bw" <<'PY'
+  "$py" - "$s $t" $l $o "$bw" <<'PY'
 import sys
 t, lpp, ltg, pp, tg, ft, rss, wb, bw = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{t:<6} {pp:10.1f} {lpp:10.1f} {pp / lpp:7.2f}x | {tg:10.1f} {ltg:10.1f} {tg / ltg:7.2f}x | {ft:7.0f}ms {100 * wb * tg / 1e9 / bw:7.1f}% {rss:9.0f}")
+print(f"{t:<12} {pp:10.1f} {lpp:10.1f} {pp / lpp:7.2f}x | {tg:10.1f} {ltg:10.1f} {tg / ltg:7.2f}x | {ft:7.0f}ms {100 * wb * tg / 1e9 / bw:7.1f}% {rss:9.0f}")
 PY
-done
+done; done

@@ -3,13 +3,26 @@
 // panel front to back, P floats per step of K. Read in place, B's column block jumps a whole row per step (at N=1024,
 // 4 KiB: every step lands in the same L1 set), 3-10x slower at N >= 1024. A is made contiguous (a copy only when it is
 // a view such as A^T, or an expression), so its rows are read along K. The copies cost O(K*N + M*K) against O(M*N*K):
-// only where B has 1 MiB or more (less stays in L2) and A 64 rows or more. B^T (a transposed view: attention's keys
-// in q @ k^T) is packed at any size: read in place, no input is contiguous along N and the kernel gets no SIMD tile.
+// only where B has 1 MiB or more (less stays in L2) and A has enough rows: 64, or 96 where B is a stored tensor seen
+// through casts (float16 weights), which the unpacked kernel (matvec_lanes' tile of x's rows by W's, both read along
+// K) converts as it loads, where a float32 panel costs a conversion, a write and a read of twice the bytes per element
+// (the 110M llama's prompt, CPU time: 64 tokens 1.66-1.70 s unpacked against 1.87-1.94 s packed, 96 even; a
+// dequantized B, converted again for each block of x's rows, is even at 32-64 rows).
+// B^T (a transposed view: attention's keys in q @ k^T) is packed at any size: read in place, no input is contiguous
+// along N and the kernel gets no SIMD tile.
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 #include "util/env.h"
 
 namespace tg {
+
+namespace {
+bool cast_of_stored(UOp u) {
+  bool cast = false;
+  for (; GroupOp::Movement.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST; u = u.src(0)) cast |= u.op() == Ops::CAST;
+  return cast && u.op() == Ops::BUFFER;
+}
+}  // namespace
 
 std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   if (!simd_kernels() || x.ndim() < 2 || w.ndim() < 2 || x.dtype() != dtypes::float32 || w.dtype() != dtypes::float32) return std::nullopt;
@@ -22,7 +35,7 @@ std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   const UOp& wu = uop_of(w);
   int64_t r = int64_t(ws->size());
   bool bt = wu.op() == Ops::PERMUTE && wu.arg().ints()[size_t(r - 1)] == r - 2 && wu.arg().ints()[size_t(r - 2)] == r - 1;
-  if (p == 0 || n % p != 0 || n < 2 * p || m < 64 || (!bt && k * n < (int64_t(1) << 18))) return std::nullopt;
+  if (p == 0 || n % p != 0 || n < 2 * p || m < (cast_of_stored(wu) ? 96 : 64) || (!bt && k * n < (int64_t(1) << 18))) return std::nullopt;
   Shape wp(ws->begin(), ws->end() - 1);  // (..., K, N/P, P) -> (..., N/P, K, P)
   wp.insert(wp.end(), {n / p, p});
   std::vector<int64_t> perm;

@@ -469,6 +469,68 @@ TEST(Simd, ExpAndSigmoidLanesStayVectors) {
   }
 }
 
+// A short prompt's linears: x (under 64 rows) @ W^T with W stored (N, K) in float16, both read along K (no packed
+// panels there). matvec_lanes' GEMM: lanes along K, W's loops outside x's (a SWAP: its footprint is the bigger), a block
+// of x's rows by W's rows upcast; a per-row factor of x (a fused RMSNorm's scale, contiguous along the rows) is no
+// vector operand for simd_upcast. Opts at both widths; values against a float64 loop with a residual epilogue, the
+// output stored as (heads, rows, head dim) (three output axes, two of them W's), M of 16, 5 and 40.
+TEST(Matvec, ShortPromptRowsByWeightRows) {
+  for (int64_t w : {8, 16}) {
+    Tensor x = Tensor::empty({16, 768}), sc = Tensor::empty({16, 1}), wt = Tensor::empty({2048, 768}, dtypes::float16);
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel((x * sc).matmul(wt.cast(dtypes::float32).transpose(0, 1))), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 3u);
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UNROLL, 0, Arg(w)})) << "lanes along K";
+    EXPECT_EQ(k.applied_opts[1].op, OptOps::SWAP) << "W's rows outermost";
+    int64_t tile = 1;
+    for (auto& o : k.applied_opts) if (o.op == OptOps::UPCAST) tile *= o.arg.i();
+    EXPECT_EQ(tile, w == 16 ? 16 : 8) << "x's rows by W's, as many as the accumulator registers hold";
+  }
+  uint32_t seed = 41;
+  for (int64_t w : {8, 16})
+    for (auto [m, kk, n] : {std::tuple<int64_t, int64_t, int64_t>{16, 768, 256}, {5, 64, 48}, {40, 256, 96}}) {
+      Context ctx({{"CPU_VECTOR_WIDTH", w}});
+      auto xv = randv(size_t(m * kk), seed++), sv = randv(size_t(m), seed++), wv = randv(size_t(n * kk), seed++), rv = randv(size_t(m * n), seed++);
+      Tensor wt = Tensor::from_vector(wv, {n, kk}, dtypes::float16);
+      std::vector<float> wh = wt.cast(dtypes::float32).to_vector<float>();
+      Tensor y = (Tensor::from_vector(xv, {m, kk}) * Tensor::from_vector(sv, {m, 1})).matmul(wt.cast(dtypes::float32).transpose(0, 1)) + Tensor::from_vector(rv, {m, n});
+      std::vector<float> got = y.reshape({m, 4, n / 4}).permute({1, 0, 2}).contiguous().to_vector<float>();
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double ref = rv[size_t(i * n + j)];
+          for (int64_t l = 0; l < kk; l++) ref += double(xv[size_t(i * kk + l)]) * sv[size_t(i)] * wh[size_t(j * kk + l)];
+          ASSERT_NEAR(got[size_t((j / (n / 4)) * m * (n / 4) + i * (n / 4) + j % (n / 4))], ref, 1e-5 * std::sqrt(double(kk))) << w << " " << m << "x" << kk << "x" << n << " at " << i << "," << j;
+        }
+    }
+}
+
+// A reduce along the contiguous axis with several output axes and one input (a batch norm's per-(sample, channel)
+// sums of squares over h, w): lanes along w, the rows on the axis the input moves along with the smallest stride
+// (channels, not samples; before, tinygrad's upcasts gathered 4 channels x 4 samples per vector). Values against a
+// float64 loop at both widths.
+TEST(Matvec, SumsOverPixelsGetLanes) {
+  for (int64_t w : {8, 16}) {
+    Tensor x = Tensor::empty({4, 32, 12, 32}), m = Tensor::empty({1, 32, 1, 1});
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(((x - m) * (x - m)).sum({2, 3})), caps_of(with_width(w))));
+    ASSERT_GE(k.applied_opts.size(), 2u);
+    EXPECT_EQ(k.applied_opts[0].op, OptOps::UNROLL);
+    EXPECT_EQ(k.applied_opts[0].arg, Arg(w == 16 ? int64_t(16) : int64_t(8)));
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))})) << "8 channels";
+  }
+  uint32_t seed = 51;
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    auto xv = randv(4 * 32 * 384, seed++), mv = randv(32, seed++);
+    Tensor x = Tensor::from_vector(xv, {4, 32, 12, 32}), m = Tensor::from_vector(mv, {1, 32, 1, 1});
+    std::vector<float> got = ((x - m) * (x - m)).sum({2, 3}).to_vector<float>();
+    for (int64_t b = 0; b < 4; b++)
+      for (int64_t c = 0; c < 32; c++) {
+        double ref = 0;
+        for (int64_t p = 0; p < 384; p++) ref += std::pow(double(xv[size_t((b * 32 + c) * 384 + p)]) - mv[size_t(c)], 2);
+        ASSERT_NEAR(got[size_t(b * 32 + c)], ref, 1e-5 * ref + 1e-5) << w << " at " << b << "," << c;
+      }
+  }
+}
+
 // A GEMM with a handful of columns (an MLP's 10-way output layer): matvec_lanes per row of A, every column upcast
 // (lanes along K, one accumulator vector per column), A's rows the outer loop. Opts at both widths, values against a
 // float64 loop for N of 10, 7 and 16 and K with and without a multiple of 16

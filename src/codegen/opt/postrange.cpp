@@ -431,6 +431,7 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
 bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
   int64_t regs = width >= 16 ? 32 : 16;
   std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
+  auto reds = k.axes_of({AxisType::REDUCE, AxisType::UNROLL});
   auto fs = k.full_shape();
   auto rs = k.rngs();
   auto ups = k.upcastable_dims();
@@ -440,7 +441,8 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
     int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
-      if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1) continue;
+      // (an operand of the sum: a factor constant along the reduce, such as a fused RMSNorm's per-row scale, is no B)
+      if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1 || std::all_of(reds.begin(), reds.end(), [&](int64_t r) { return stride_in(vidx, rs[size_t(r)]) == 0; })) continue;
       // the rows: axes the broadcast operand moves along, smallest stride first (neighbouring rows share cache lines),
       // until 8 rows keep both FMA units busy; not stride 1, where clang's SLP vectorizer would pair the rows' loads
       // an axis a window's gate reads (a padded convolution's output rows) comes after the others: a loop, it lets
@@ -583,6 +585,53 @@ bool copy_tile(Scheduler& k) {
   return false;
 }
 
+// matvec_lanes' GEMM: the inputs of the sum are two operands read along K (x and W of x @ W^T), each moving along output
+// axes of its own. The bigger operand's loops go outside the other's (SWAPs), then a block of the smaller one's rows
+// (up to 8) by as many of the bigger one's as the accumulator registers hold (16 zmm, 8 ymm) is upcast. False where
+// the inputs are not two such operands.
+bool two_operand_rows(Scheduler& t, const UOp& lane) {
+  auto rs = t.rngs();
+  auto ups = t.upcastable_dims(), reds = t.axes_of({AxisType::REDUCE, AxisType::UNROLL});
+  auto moves = [&](const UOp& b, int64_t a) { return stride_in(b.src(1).get_idx(), rs[size_t(a)]) != 0; };
+  std::vector<UOp> ins;  // the inputs of the sum (not an epilogue's)
+  for (auto& b : input_bufs(t)) if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return moves(b, a); })) ins.push_back(b);
+  std::vector<int> side(ups.size(), -1);  // per output axis, the operand moving along it (inputs sharing an axis: one)
+  std::array<int64_t, 2> bytes{}, along_k{};
+  int n = 0;
+  for (auto& b : ins) {
+    int s = -1;
+    for (size_t j = 0; j < ups.size(); j++)
+      if (moves(b, ups[j]) && side[j] >= 0) {
+        if (s >= 0 && s != side[j]) return false;
+        s = side[j];
+      }
+    if (s < 0 && std::none_of(ups.begin(), ups.end(), [&](int64_t a) { return moves(b, a); })) continue;  // (a scale along K)
+    if (s < 0 && (s = n++) > 1) return false;
+    for (size_t j = 0; j < ups.size(); j++) if (moves(b, ups[j])) side[j] = s;
+    bytes[size_t(s)] += footprint(t, b), along_k[size_t(s)] += stride_in(b.src(1).get_idx(), lane) == 1;
+  }
+  if (n != 2 || !along_k[0] || !along_k[1]) return false;
+  int big = bytes[1] > bytes[0];
+  for (size_t i = 0; i < ups.size(); i++)  // the bigger operand's loops outermost
+    for (size_t j = i + 1; side[i] == 1 - big && j < ups.size(); j++)
+      if (side[j] == big) t.apply_opt(Opt{OptOps::SWAP, ups[i], Arg(ups[j])}), std::swap(side[i], side[j]);
+  auto fs = t.full_shape();
+  int64_t pb = -1, ps = -1;  // the innermost loop of each
+  for (size_t j = 0; j < ups.size(); j++) {
+    if (side[j] == big) pb = ups[j];
+    else if (side[j] == 1 - big) ps = ups[j];
+  }
+  if (pb < 0 || ps < 0) return false;
+  int64_t acc = t.ren.vector_width >= 16 ? 16 : 8, nb = fs[size_t(pb)], ns = fs[size_t(ps)];
+  int64_t us = ns <= 8 ? ns : ns % 8 == 0 ? 8 : ns % 4 == 0 ? 4 : ns % 2 == 0 ? 2 : 1, ub = 1;
+  while (ub * 2 * us <= acc && nb % (ub * 2) == 0) ub *= 2;
+  UOp small = t.rngs()[size_t(ps)];
+  if (ub > 1) t.apply_opt(Opt{OptOps::UPCAST, pb, Arg(ub)});
+  auto now = t.rngs();
+  if (us > 1) t.apply_opt(Opt{OptOps::UPCAST, int64_t(std::find(now.begin(), now.end(), small) - now.begin()), Arg(us)});
+  return true;
+}
+
 // CPU matrix-vector products (decode's linears: one weight row per output, read along the reduce axis K): a vector
 // register's lanes along K (8 or 16; 8 where K has no multiple of 16), each lane its own accumulator, by up to 8 rows. A
 // step loads a vector of each row and of the vector and does one vector FMA per row (pm_vector_lanes keeps the lanes
@@ -592,7 +641,12 @@ bool copy_tile(Scheduler& k) {
 // of exp, which its causal mask selects per lane: pm_vector_lanes vectorizes selects by one shared condition only, and
 // each lane's chain stays scalar; a prompt's sum of exp(scores - max) ran 4x slower than with the row upcasts below). A GEMM with a handful of columns
 // (an MLP's 10-way output layer: N of 16 or fewer, no vector lanes along it) is a matrix-vector product per row of A:
-// its N weight rows are all upcast (an L1-sized block read again for each of A's rows, which are the outer loop)
+// its N weight rows are all upcast (an L1-sized block read again for each of A's rows, which are the outer loop). A GEMM
+// whose operands are both read along K (x @ W^T of a short prompt, where packed_dot leaves W in place: under 64 rows
+// of x) gets the lanes too, with a block of the smaller operand's rows (up to 8) by as many of the bigger one's as the
+// registers hold, the bigger operand's loop outermost: each block of its rows (W's, float16 or quantized) streams in
+// once and is read from L1 by every block of the other's. (Without lanes it ran at 3-12 GFLOPS: no operand is
+// contiguous along an output axis, so simd_upcast has no tile.)
 UOp matvec_lanes(Scheduler& k) {
   auto red = k.reduceops();
   auto ud = k.unrollable_dims(), ups = k.upcastable_dims();
@@ -601,12 +655,22 @@ UOp matvec_lanes(Scheduler& k) {
   // the few columns of a skinny GEMM: the output axis of 16 or fewer that is not the last of two
   std::optional<int64_t> few;
   if (ups.size() == 2 && fs[size_t(ups[1])] <= 16 && fs[size_t(ups[0])] > 16) few = ups[1];
-  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || (ups.size() != 1 && !few)) return UOp();
+  bool gemm = ups.size() >= 2 && !few;
+  if (red.size() != 1 || reduce_op(red[0]) != ADD || !red[0].dtype().is_float() || ud.empty() || (ups.size() != 1 && !few && !gemm)) return UOp();
   for (auto& u : red[0].src(0).toposort())
     if (OpSet{EXP2, LOG2, SIN, SQRT, RECIPROCAL}.has(u.op())) return UOp();
   int64_t ka = ud.back(), row = few ? *few : ups[0];
   int64_t lanes = fs[ka] % k.ren.vector_width == 0 && fs[ka] > k.ren.vector_width ? k.ren.vector_width : 8;  // a register, else half
   if (fs[ka] % lanes != 0 || fs[ka] == lanes) return UOp();
+  // several output axes and no two operands (a batch norm's per-channel sums of (b, c, h, w) over h, w): the rows along
+  // the axis an input read along K moves along with the smallest stride
+  if (gemm) {
+    std::optional<int64_t> best;
+    for (auto& b : input_bufs(k))
+      if (UOp idx = b.src(1).get_idx(); stride_in(idx, rs[ka]) == 1)
+        for (auto a : ups)
+          if (auto st = stride_in(idx, rs[size_t(a)]); st && *st > 0 && (!best || *st < *best)) best = *st, row = a;
+  }
   bool weight = false;  // an input that reads along K and moves along the rows
   for (auto& b : input_bufs(k)) {
     UOp idx = b.src(1).get_idx();
@@ -614,12 +678,14 @@ UOp matvec_lanes(Scheduler& k) {
     if (!s || (*s != 0 && *s != 1)) return UOp();  // lanes are consecutive elements or one broadcast element
     weight |= *s == 1 && sr && *sr != 0;
   }
-  if (!weight) return UOp();
   try {
     Scheduler t = k;
     // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
     UOp lane = t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second;
-    if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
+    Scheduler g = t;
+    if (gemm && two_operand_rows(g, lane)) t = g;
+    else if (!weight) return UOp();
+    else if (few) t.apply_opt(Opt{OptOps::UPCAST, row, Arg(fs[size_t(row)])});
     else
       for (int64_t r : {8, 4, 2})
         if (fs[row] % r == 0) { t.apply_opt(Opt{OptOps::UPCAST, row, Arg(r)}); break; }
