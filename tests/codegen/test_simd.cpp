@@ -180,6 +180,9 @@ TEST(Simd, BigPanelsLoopOutsideTheRows) {
     // (12 x 6 MiB) streams less than B once per block of 8 rows (128 x 2.3 MiB)
     Scheduler d = hand_coded_optimizations(Scheduler(kernel(1024, 1536, 384), caps_of(ren)));
     EXPECT_TRUE(std::any_of(d.applied_opts.begin(), d.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
+    // a block's qkv projection (1024 x 384 @ 384 x 1152: B 1.7 MiB, more than half the L2): B's panels outside
+    Scheduler q = hand_coded_optimizations(Scheduler(kernel(1024, 384, 1152), caps_of(ren)));
+    EXPECT_TRUE(std::any_of(q.applied_opts.begin(), q.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
     // B that L2 holds (2048 x 512 @ 512 x 512, 1 MiB): the output's order stays
     Scheduler a = hand_coded_optimizations(Scheduler(kernel(2048, 512, 512), caps_of(ren)));
     EXPECT_TRUE(std::none_of(a.applied_opts.begin(), a.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
