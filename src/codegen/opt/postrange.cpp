@@ -395,7 +395,7 @@ int64_t footprint(const Scheduler& k, const UOp& b) {
 }
 
 // A register-tiled kernel whose vector operand (B's panels) is past half the L2 cache (more than 1 MiB, which A's rows and
-// the output share it with; a block's qkv projection, 1.7 MiB of panels, 6.1 -> 5.1-5.5 ms): the loop over B's
+// the output share it with: a block's qkv projection, 1.7 MiB of panels): the loop over B's
 // blocks goes outside the loops over the other operands' (A's rows) where that streams fewer bytes: B once per block of
 // A's rows (the output's order, as the GEMM's (M, N) store gives) against A once per block of B. The prompt's 128 x 768
 // @ 768 x 2048 (6 MiB of panels, 16 blocks of rows) ran at 80 GFLOPS, not 145; a block's MLP down projection 1024 x 1536
