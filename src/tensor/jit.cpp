@@ -256,6 +256,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
           l.var_names.push_back(vv.contains(nm) ? nm : "");
         }
     if (l.var_names.size() != l.vals.size()) l.var_names.assign(l.vals.size(), "");
+    same &= l.vals.empty();  // a Variable's value (a KV cache's length) changes what it reads
     for (size_t k = 0; k < r.bufs.size(); k++) {
       const std::shared_ptr<Buffer>& b = r.bufs[k];
       const Buffer* root = b->is_view() ? b->base().get() : b.get();

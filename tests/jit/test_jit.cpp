@@ -427,6 +427,17 @@ TEST(TinyJit, UnchangedWeightsAreNotPackedAgain) {
     if (c >= 2) EXPECT_EQ(engine_stats().kernels_unchanged - skipped, c == 2 || c == 3 ? 1 : 0) << "call " << c;
     expect_near(V(out), host_mm(x, w_host), 1e-3f);
   }
+  // a kernel that reads only an unchanged buffer, but as far as a Variable says (a KV cache's first pos rows), runs
+  Vec cache_host = rnd(16 * 8, 5);
+  Tensor cache = T(cache_host, {16, 8});
+  sint pos = Variable("pos", 1, 16);
+  TinyJit<Tensor> rows([&](const std::vector<Tensor>&, const std::vector<sint>& vars) { return cache.shrink({{0, vars[0]}, {0, 8}}).sum(0).realize(); });
+  for (int64_t n : {3, 5, 9, 2, 16, 7}) {
+    Vec want(8, 0.f);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < 8; j++) want[size_t(j)] += cache_host[size_t(i * 8 + j)];
+    expect_near(V(rows({}, {pos.bind(n)})), want);
+  }
   Vec mem = rnd(size_t(K * N), 3);
   Tensor wb = Tensor::from_blob(mem.data(), {K, N});
   TinyJit g([&](const std::vector<Tensor>& in) { return in[0].matmul(wb); });
