@@ -270,8 +270,9 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
         held_roots.insert(root);
         if (writes(r, k)) l.writes.push_back(b.get());
       }
-      // an output in the planner's arena is only this launch's (checked above), and the arena's version moves with
-      // every other launch's writes: its inputs' versions decide
+      // an output in the planner's arena is only this launch's (checked above; a schedule's arena is its own:
+      // resolve_linear_call makes fresh intermediates), and the arena's version moves with every other launch's
+      // writes: its inputs' versions decide
       if (same && !(!reads(r, k) && b->is_view())) l.unchanged.push_back({b.get(), *b->version()});
     }
     if (!l.prg) {
