@@ -131,15 +131,13 @@ void check_inputs(const std::vector<InputInfo>& want, const std::vector<std::vec
 struct Launch {
   std::shared_ptr<Program> prg;  // null: a copy, ptrs = {dest, src}
   std::string name;
-  std::shared_ptr<const ProgramSpec> spec;
-  UOp ast;
   std::vector<void*> ptrs;
   std::vector<int64_t> vals;
   std::vector<std::string> var_names;  // vals[i] is the value of Variable var_names[i] ("" for a fixed one)
   LaunchDims dims;
   Device *dst_dev = nullptr, *src_dev = nullptr;
   std::vector<uint8_t> bounce;  // a copy's host staging, sized once
-  std::vector<Buffer*> writes;  // the non-input buffers it writes, touched when it runs
+  std::vector<Buffer*> writes;  // a skippable launch's buffers it writes, touched when it runs
   // a kernel whose inputs no launch here writes, none of them a JIT input or the caller's memory (a weight's packed
   // panels): its buffers' versions after its last run. A replay skips it while they are unchanged; empty: it always runs
   std::vector<std::pair<Buffer*, uint64_t>> unchanged;
@@ -159,7 +157,9 @@ struct TinyJitBase::Impl {
   std::vector<std::vector<Link>> expected_views;
   std::vector<Launch> launches;
   std::vector<InputSlot> slots;
+  std::vector<TimedLaunch> kernels;    // per launch what a launch timer records (spec, AST), kept off the replay's loop
   std::vector<size_t> written_inputs;  // inputs a launch writes: their buffers are touched after a replay
+  std::vector<Buffer*> written_roots;  // the other buffers the launches that always run write: likewise, once each
   std::vector<std::shared_ptr<Buffer>> held;   // every non-input buffer the launches touch
   std::unordered_set<const Buffer*> held_roots;
   std::vector<std::shared_ptr<Buffer>> scratch;  // per input: a copy, when the caller passes a buffer the launches touch
@@ -248,7 +248,8 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
     bool same = r.prg && r.spec;  // the same result on every replay while its buffers are unchanged
     for (size_t k = 0; k < r.bufs.size(); k++)
       same &= !input_of.contains(root_of(r.bufs[k])) && r.bufs[k]->version() && !written_by_other(r.bufs[k], reads(r, k) ? rec.size() : i);
-    Launch l{r.prg, r.name, r.spec, r.ast, {}, std::move(r.vals), {}, r.dims};
+    Launch l{r.prg, r.name, {}, std::move(r.vals), {}, r.dims};
+    kernels.push_back({r.spec, r.ast, 0});
     if (r.spec)  // which of the values are the call's Variables: those a replay sets
       for (const KernelParam& p : r.spec->kernel.params)
         if (!p.is_buffer() && p.var_name != "core_id") {
@@ -268,7 +269,9 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
         l.ptrs.push_back(b->ptr());
         if (seen.insert(b.get()).second) held.push_back(b);
         held_roots.insert(root);
-        if (writes(r, k)) l.writes.push_back(b.get());
+        Buffer* base = b->is_view() ? b->base().get() : b.get();
+        if (writes(r, k) && same) l.writes.push_back(base);
+        else if (writes(r, k) && !has(written_roots, base)) written_roots.push_back(base);
       }
       // an output in the planner's arena is only this launch's (checked above; a schedule's arena is its own:
       // resolve_linear_call makes fresh intermediates), and the arena's version moves with every other launch's
@@ -326,14 +329,15 @@ std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs,
   bool dbg = debug_level() >= 2;
   auto& st = engine_stats();
   std::vector<TimedLaunch>* timer = launch_timer();
-  for (Launch& l : launches) {
+  for (size_t i = 0; i < launches.size(); i++) {
+    Launch& l = launches[i];
     if (!l.unchanged.empty() && std::all_of(l.unchanged.begin(), l.unchanged.end(), [](auto& bv) { return bv.first->version() == bv.second; })) {
       st.kernels_unchanged++;
       continue;
     }
     if (l.prg) {
       double et = l.prg->launch(l.ptrs, l.vals, l.dims, dbg || timer);
-      if (timer) timer->push_back({l.spec, l.ast, et});
+      if (timer) timer->push_back({kernels[i].spec, kernels[i].ast, et});
       st.kernels_launched++;
       if (dbg) std::printf("*** JIT %-46s arg %2zu tm %9.2fus\n", l.name.c_str(), l.ptrs.size(), et * 1e6);
     } else {
@@ -344,6 +348,7 @@ std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs,
     for (auto& [b, v] : l.unchanged) v = *b->version();
   }
   for (size_t i : written_inputs) in.bufs[i]->touch();
+  for (Buffer* b : written_roots) b->touch();
   std::vector<Tensor> out = ret;
   for (size_t j = 0; j < out.size(); j++) {
     if (ret_inputs[j].empty()) continue;
