@@ -6,13 +6,17 @@
 // - mlp: 784-1024-1024-10 with relu, batch 1000
 // - block: a pre-LayerNorm transformer block (causal attention of 8 heads of 48, gelu MLP of 4x) on 8 x 128 tokens of 384,
 //   built from nn::Linear/LayerNorm and scaled_dot_product_attention; libtorch's side written out with the same ops
+// - ours under TinyJit in every case (an unchanged weight's packed panels are not packed again by a replay)
 // Each side's best pass, alternating (bench/anchor.h); outputs compared, the run fails past 1e-4 relative.
-//   build/bench/infer [images=10000] [case: mnist, mnist-1000, mnist-1, mlp, block]
+//   build/bench/infer [images=10000] [case: mnist, mnist-1000, mnist-1, mlp, block] [--kernels]
+// --kernels: no libtorch; each case's kernels under the JIT with the contractions' rates against a plain matmul of the
+// same shape (bench/kernel_rates.h); exits 1 when one is below half of it.
 #include <string>
 
 #include "../apps/beautiful_mnist_model.h"
 #include "../apps/beautiful_mnist_torch.h"
 #include "anchor.h"
+#include "kernel_rates.h"
 #include "tg/datasets.h"
 #include "tg/jit.h"
 
@@ -20,6 +24,10 @@ using namespace bench;
 using tg::Tensor;
 
 namespace {
+
+bool kernel_mode = false;
+int slow_kernels = 0;
+bool check(const std::string& name, const std::function<void()>& call) { return slow_kernels += check_kernel_rates(name, call), true; }
 
 bool report(const std::string& name, double work, const char* unit, Times t, double rel) {
   std::printf("%-18s %9.2f ms %8.1f %s  libtorch %9.2f ms %8.1f %s  ratio %5.2fx  rel.err %.1e%s\n", name.c_str(), t.ours * 1e3, work / t.ours,
@@ -52,6 +60,7 @@ bool mnist(int64_t images, int64_t bs) {
     txs.push_back(torch::from_blob(chunk.data(), {bs, 1, 28, 28}, torch::kUInt8).clone());
   }
   tg::TinyJit<Tensor> fwd([&](const std::vector<Tensor>& in) { return model((in[0].cast(tg::dtypes::float32) - 72.94) / 90.02).realize(); });
+  if (kernel_mode) return check("mnist eval bs " + std::to_string(bs), [&] { fwd(xs[0]); });
   auto tfwd = [&](const torch::Tensor& x) { return net.forward((x.to(torch::kFloat) - 72.94) / 90.02); };
   torch::NoGradGuard ng;
   std::vector<Tensor> outs;
@@ -85,8 +94,11 @@ bool mlp() {
   auto hx = random_floats(size_t(bs * 784), 7);
   Tensor x = Tensor::from_vector(hx, {bs, 784}).realize(), out;
   torch::Tensor tx = torch::from_blob(hx.data(), {bs, 784}).clone(), want;
+  tg::TinyJit<Tensor> fwd([&](const std::vector<Tensor>& in) { return m(in[0]).realize(); });
+  if (kernel_mode) return check("mlp 784-1024-1024-10 bs 1000", [&] { fwd(x); });
   torch::NoGradGuard ng;
-  Times t = alternate([&] { out = m(x).realize(); }, [&] { want = tm.forward(tx); });
+  fwd(x);  // the capture is the second call: alternate's warm-up is the first replay
+  Times t = alternate([&] { out = fwd(x); }, [&] { want = tm.forward(tx); });
   double gflop = 2.0 * double(bs) * (784 * 1024 + 1024 * 1024 + 1024 * 10) * 1e-9;
   return report("mlp 784-1024-1024-10 bs 1000", gflop, "GFLOP/s", t, rel_error(out, want));
 }
@@ -130,8 +142,11 @@ bool block() {
   auto hx = random_floats(size_t(B * T * D), 8);
   Tensor x = Tensor::from_vector(hx, {B, T, D}).realize(), out;
   torch::Tensor tx = torch::from_blob(hx.data(), {B, T, D}).clone(), want;
+  tg::TinyJit<Tensor> fwd([&](const std::vector<Tensor>& in) { return m(in[0]).realize(); });
+  if (kernel_mode) return check("transformer block", [&] { fwd(x); });
   torch::NoGradGuard ng;
-  Times t = alternate([&] { out = m(x).realize(); }, [&] { want = tm.forward(tx); });
+  fwd(x);  // the capture is the second call: alternate's warm-up is the first replay
+  Times t = alternate([&] { out = fwd(x); }, [&] { want = tm.forward(tx); });
   double gflop = (2.0 * double(B * T) * 12 * D * D + 4.0 * double(B * H * T * T * (D / H))) * 1e-9;
   return report("transformer block", gflop, "GFLOP/s", t, rel_error(out, want));
 }
@@ -139,10 +154,13 @@ bool block() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t images = argc > 1 ? std::atoll(argv[1]) : 10000;
-  std::string filter = argc > 2 ? argv[2] : "";
-  if (images < 1) return std::fprintf(stderr, "usage: infer [images>=1] [case]\n"), 2;
-  std::printf("inference, %d threads (tinygrad.cpp NUM_CPU_THREADS and libtorch); ratio = libtorch time / ours\n", threads());
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto it = std::find(args.begin(), args.end(), "--kernels"); it != args.end()) kernel_mode = true, args.erase(it);
+  int64_t images = args.size() > 0 ? std::atoll(args[0].c_str()) : 10000;
+  std::string filter = args.size() > 1 ? args[1] : "";
+  if (images < 1) return std::fprintf(stderr, "usage: infer [images>=1] [case] [--kernels]\n"), 2;
+  if (kernel_mode) std::printf("kernels under the JIT, %d threads; %%GEMM = a plain matmul's time of the shape / the kernel's\n", threads());
+  else std::printf("inference, %d threads (tinygrad.cpp NUM_CPU_THREADS and libtorch); ratio = libtorch time / ours\n", threads());
   // a case runs when the filter is empty, its name, or its name's part before the '-' ("mnist": both batches)
   auto want = [&](const std::string& name) { return filter.empty() || name == filter || name.rfind(filter + "-", 0) == 0; };
   bool ok = true;
@@ -150,5 +168,6 @@ int main(int argc, char** argv) {
   if (want("mnist-1")) ok &= mnist(images, 1);
   if (want("mlp")) ok &= mlp();
   if (want("block")) ok &= block();
-  return ok ? 0 : 1;
+  if (kernel_mode) std::printf("%d contraction kernels below 50%% of the GEMM rate of their shape\n", slow_kernels);
+  return ok && slow_kernels == 0 ? 0 : 1;
 }

@@ -22,6 +22,9 @@
 //   so read or clone what must outlive the next call.
 // - Reading tensor data (to_vector, item) inside the function while it is captured throws; so does calling a TinyJit
 //   while another one captures.
+// - A replay skips a kernel whose inputs nothing in the function writes (a weight's packed panels for a matmul) while
+//   they are as it last read them: a write by tg (an assign, another TinyJit's replay) runs it again; memory of the
+//   caller's (Tensor::from_blob) is read again every time.
 // - JIT=0 (environment or tg::Context) runs the function on every call.
 // - Symbolic shapes: the function may also take bound Variables (tg::sint), passed after the tensors. The kernels are
 //   compiled for the Variables' ranges, so a replay runs them with the values bound now, with no capture per value:

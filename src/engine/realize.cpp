@@ -155,6 +155,7 @@ struct Stats {
 } stats;
 
 std::vector<RecordedLaunch>* recorder = nullptr;
+std::vector<TimedLaunch>* timer = nullptr;
 
 std::string size_to_str(double n) {
   char b[32];
@@ -193,10 +194,15 @@ void exec_kernel(const UOp& call, const VarVals& vars) {
   LaunchDims dims;
   for (int i = 0; i < 3; i++) dims.global[size_t(i)] = int(l.spec->global[size_t(i)]), dims.local[size_t(i)] = int(l.spec->local[size_t(i)]);
   bool dbg = settings().DEBUG >= 2;
-  double et = l.prg->launch(ptrs, vals, dims, dbg);
+  double et = l.prg->launch(ptrs, vals, dims, dbg || timer);
+  if (timer) timer->push_back({l.spec, call.src(0), et});
+  size_t bi = 0;
+  for (const KernelParam& p : l.spec->kernel.params)
+    if (p.is_buffer() && p.writable) held[bi++]->touch();
+    else bi += p.is_buffer();
   stats.kernel_count++;
   engine_stats().kernels_launched++;
-  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec});
+  if (recorder) recorder->push_back({l.prg, l.spec->name, std::move(held), std::move(vals), dims, l.spec, call.src(0)});
   if (dbg) print_call(device, l.spec->name, ptrs.size(), et, l.spec->ops, l.spec->mem);
 }
 
@@ -210,6 +216,7 @@ void exec_copy(const UOp& call) {
   else if (host(*dest)) src->copyout(dest->ptr(), src->nbytes());
   else if (host(*src)) dest->copyin(src->ptr(), src->nbytes());
   else dest->copy_from(*src);
+  dest->touch();
   stats.kernel_count++;
   engine_stats().copies++;
   if (recorder) recorder->push_back({nullptr, "copy", {dest, src}, {}, {}});
@@ -222,6 +229,8 @@ void exec_copy(const UOp& call) {
 
 void set_launch_recorder(std::vector<RecordedLaunch>* rec) { recorder = rec; }
 std::vector<RecordedLaunch>* launch_recorder() { return recorder; }
+void set_launch_timer(std::vector<TimedLaunch>* t) { timer = t; }
+std::vector<TimedLaunch>* launch_timer() { return timer; }
 
 Buffer& buffer_of(const UOp& buf) {
   if (buf.op() != Ops::BUFFER) throw Error("buffer_of: expected a BUFFER, got " + std::string(op_name(buf.op())));

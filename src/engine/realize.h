@@ -24,9 +24,20 @@ struct RecordedLaunch {
   std::vector<int64_t> vals;                  // its variable values
   LaunchDims dims;
   std::shared_ptr<const ProgramSpec> spec;    // what prg was built from (source, opts); null for a copy
+  UOp ast;                                    // the kernel's AST (before opts); null for a copy
 };
 // while set (TinyJit capture), run_linear also appends every launch it makes to *rec; nullptr stops recording
 void set_launch_recorder(std::vector<RecordedLaunch>* rec);
 std::vector<RecordedLaunch>* launch_recorder();
+
+// one kernel launch timed as DEBUG=2 times it (the launch waits for the kernel), by run_linear or a TinyJit replay
+struct TimedLaunch {
+  std::shared_ptr<const ProgramSpec> spec;
+  UOp ast;  // the kernel's AST before opts
+  double seconds;
+};
+// while set, every kernel launch is timed and appended to *t (bench/infer's kernel rates); nullptr stops it
+void set_launch_timer(std::vector<TimedLaunch>* t);
+std::vector<TimedLaunch>* launch_timer();
 
 }  // namespace tg

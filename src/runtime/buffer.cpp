@@ -66,6 +66,7 @@ static void check_size(const char* what, size_t want, size_t got) {
 void Buffer::copyin(const void* host, size_t n) {
   check_size("copyin", nbytes(), n);
   if (n) dev_->copyin(ptr(), host, n);
+  touch();
 }
 
 void Buffer::copyout(void* host, size_t n) {
@@ -75,6 +76,7 @@ void Buffer::copyout(void* host, size_t n) {
 
 void Buffer::copy_from(Buffer& src) {
   check_size("copy_from", nbytes(), src.nbytes());
+  touch();
   if (&src.dev() == dev_) return nbytes() ? dev_->copy_on_device(ptr(), src.ptr(), nbytes()) : void();
   std::vector<char> tmp(nbytes());
   src.copyout(tmp.data(), tmp.size());

@@ -3,6 +3,7 @@
 // the last owner lets go. A view shares its base's memory at a byte offset (the base is kept alive by the view).
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/device.h"
@@ -41,6 +42,12 @@ class Buffer {
   void copyout(void* host, size_t nbytes);        // nbytes must equal nbytes()
   void copy_from(Buffer& src);                    // same nbytes; on one device by the device, across devices through host memory
 
+  // a count of the writes through the runtime (copyin, copy_from, the kernels and copies run_linear and TinyJit launch
+  // into it), kept by the base: a TinyJit replay skips a launch whose buffers' counts did not change since it ran.
+  // Memory of the caller's (from_blob) changes unseen: it has none
+  std::optional<uint64_t> version() const { return base_ ? base_->version() : external_ ? std::nullopt : std::optional(version_); }
+  void touch() { base_ ? base_->touch() : void(++version_); }
+
  private:
   Device* dev_;
   size_t size_;
@@ -49,6 +56,7 @@ class Buffer {
   size_t offset_ = 0;
   void* ptr_ = nullptr;
   bool external_ = false;
+  uint64_t version_ = 0;
 };
 
 }  // namespace tg

@@ -5,6 +5,7 @@
 // out, outputs) are held by the JIT, so their memory stays what the launches point at.
 #include "tg/jit.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <unordered_map>
@@ -136,6 +137,10 @@ struct Launch {
   LaunchDims dims;
   Device *dst_dev = nullptr, *src_dev = nullptr;
   std::vector<uint8_t> bounce;  // a copy's host staging, sized once
+  std::vector<Buffer*> writes;  // a skippable launch's buffers it writes, touched when it runs
+  // a kernel whose inputs no launch here writes, none of them a JIT input or the caller's memory (a weight's packed
+  // panels): its buffers' versions after its last run. A replay skips it while they are unchanged; empty: it always runs
+  std::vector<std::pair<Buffer*, uint64_t>> unchanged;
 };
 // argument `arg` of launch `launch` is input `input`'s buffer, `offset` bytes in
 struct InputSlot {
@@ -152,6 +157,9 @@ struct TinyJitBase::Impl {
   std::vector<std::vector<Link>> expected_views;
   std::vector<Launch> launches;
   std::vector<InputSlot> slots;
+  std::vector<TimedLaunch> kernels;    // per launch what a launch timer records (spec, AST), kept off the replay's loop
+  std::vector<size_t> written_inputs;  // inputs a launch writes: their buffers are touched after a replay
+  std::vector<Buffer*> written_roots;  // the other buffers the launches that always run write: likewise, once each
   std::vector<std::shared_ptr<Buffer>> held;   // every non-input buffer the launches touch
   std::unordered_set<const Buffer*> held_roots;
   std::vector<std::shared_ptr<Buffer>> scratch;  // per input: a copy, when the caller passes a buffer the launches touch
@@ -211,9 +219,37 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   if (rec.empty()) throw Error("TinyJit: the function launched no kernels while captured, there is nothing to replay");
   std::unordered_map<const Buffer*, size_t> input_of;
   for (size_t i = 0; i < bufs.size(); i++) input_of[bufs[i]] = i;
+  auto root_of = [](const std::shared_ptr<Buffer>& b) -> const Buffer* { return b->is_view() ? b->base().get() : b.get(); };
+  // buffer argument k of a recorded launch is written (a kernel's writable parameter, a copy's dest) or read
+  auto param = [](const RecordedLaunch& r, size_t k) -> const KernelParam& {
+    for (const KernelParam& p : r.spec->kernel.params)
+      if (p.is_buffer() && k-- == 0) return p;
+    internal_error("TinyJit: a recorded launch with more buffers than its kernel's parameters");
+  };
+  auto writes = [&](const RecordedLaunch& r, size_t k) { return r.spec ? param(r, k).writable : k == 0; };
+  auto reads = [&](const RecordedLaunch& r, size_t k) { return !r.spec || has(r.spec->ins, int(param(r, k).slot)); };
+  // the byte ranges each launch writes, by root buffer (the memory planner's intermediates are views of one arena)
+  struct Range {
+    size_t begin, end, launch;
+  };
+  std::unordered_map<const Buffer*, std::vector<Range>> written;
+  for (size_t i = 0; i < rec.size(); i++)
+    for (size_t k = 0; k < rec[i].bufs.size(); k++)
+      if (writes(rec[i], k)) written[root_of(rec[i].bufs[k])].push_back({rec[i].bufs[k]->offset(), rec[i].bufs[k]->offset() + rec[i].bufs[k]->nbytes(), i});
+  auto written_by_other = [&](const std::shared_ptr<Buffer>& b, size_t launch) {
+    auto it = written.find(root_of(b));
+    if (it == written.end()) return false;
+    size_t lo = b->offset(), hi = lo + b->nbytes();
+    return std::any_of(it->second.begin(), it->second.end(), [&](const Range& w) { return w.launch != launch && w.begin < hi && lo < w.end; });
+  };
   std::unordered_set<const Buffer*> seen;
-  for (RecordedLaunch& r : rec) {
+  for (size_t i = 0; i < rec.size(); i++) {
+    RecordedLaunch& r = rec[i];
+    bool same = r.prg && r.spec;  // the same result on every replay while its buffers are unchanged
+    for (size_t k = 0; k < r.bufs.size(); k++)
+      same &= !input_of.contains(root_of(r.bufs[k])) && r.bufs[k]->version() && !written_by_other(r.bufs[k], reads(r, k) ? rec.size() : i);
     Launch l{r.prg, r.name, {}, std::move(r.vals), {}, r.dims};
+    kernels.push_back({r.spec, r.ast, 0});
     if (r.spec)  // which of the values are the call's Variables: those a replay sets
       for (const KernelParam& p : r.spec->kernel.params)
         if (!p.is_buffer() && p.var_name != "core_id") {
@@ -221,17 +257,26 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
           l.var_names.push_back(vv.contains(nm) ? nm : "");
         }
     if (l.var_names.size() != l.vals.size()) l.var_names.assign(l.vals.size(), "");
+    same &= l.vals.empty();  // a Variable's value (a KV cache's length) changes what it reads
     for (size_t k = 0; k < r.bufs.size(); k++) {
       const std::shared_ptr<Buffer>& b = r.bufs[k];
       const Buffer* root = b->is_view() ? b->base().get() : b.get();
       if (auto it = input_of.find(root); it != input_of.end()) {
         slots.push_back({launches.size(), k, it->second, b->offset()});
         l.ptrs.push_back(nullptr);
+        if (writes(r, k) && std::find(written_inputs.begin(), written_inputs.end(), it->second) == written_inputs.end()) written_inputs.push_back(it->second);
       } else {
         l.ptrs.push_back(b->ptr());
         if (seen.insert(b.get()).second) held.push_back(b);
         held_roots.insert(root);
+        Buffer* base = b->is_view() ? b->base().get() : b.get();
+        if (writes(r, k) && same) l.writes.push_back(base);
+        else if (writes(r, k) && !has(written_roots, base)) written_roots.push_back(base);
       }
+      // an output in the planner's arena is only this launch's (checked above; a schedule's arena is its own:
+      // resolve_linear_call makes fresh intermediates), and the arena's version moves with every other launch's
+      // writes: its inputs' versions decide
+      if (same && !(!reads(r, k) && b->is_view())) l.unchanged.push_back({b.get(), *b->version()});
     }
     if (!l.prg) {
       if (r.bufs.size() != 2) internal_error("TinyJit: a recorded copy without (dest, src)");
@@ -283,16 +328,27 @@ std::vector<Tensor> TinyJitBase::Impl::replay(const std::vector<Tensor>& inputs,
   for (const InputSlot& s : slots) launches[s.launch].ptrs[s.arg] = ptrs[s.input] + s.offset;
   bool dbg = debug_level() >= 2;
   auto& st = engine_stats();
-  for (Launch& l : launches) {
+  std::vector<TimedLaunch>* timer = launch_timer();
+  for (size_t i = 0; i < launches.size(); i++) {
+    Launch& l = launches[i];
+    if (!l.unchanged.empty() && std::all_of(l.unchanged.begin(), l.unchanged.end(), [](auto& bv) { return bv.first->version() == bv.second; })) {
+      st.kernels_unchanged++;
+      continue;
+    }
     if (l.prg) {
-      double et = l.prg->launch(l.ptrs, l.vals, l.dims, dbg);
+      double et = l.prg->launch(l.ptrs, l.vals, l.dims, dbg || timer);
+      if (timer) timer->push_back({kernels[i].spec, kernels[i].ast, et});
       st.kernels_launched++;
       if (dbg) std::printf("*** JIT %-46s arg %2zu tm %9.2fus\n", l.name.c_str(), l.ptrs.size(), et * 1e6);
     } else {
       if (!l.bounce.empty()) l.src_dev->copyout(l.bounce.data(), l.ptrs[1], l.bounce.size()), l.dst_dev->copyin(l.ptrs[0], l.bounce.data(), l.bounce.size());
       st.copies++;
     }
+    for (Buffer* b : l.writes) b->touch();
+    for (auto& [b, v] : l.unchanged) v = *b->version();
   }
+  for (size_t i : written_inputs) in.bufs[i]->touch();
+  for (Buffer* b : written_roots) b->touch();
   std::vector<Tensor> out = ret;
   for (size_t j = 0; j < out.size(); j++) {
     if (ret_inputs[j].empty()) continue;

@@ -18,6 +18,7 @@ struct EngineStats {
   int64_t program_lookups = 0;         // kernel ASTs looked up in the runtime cache by run_linear
   int64_t programs_built = 0;          // ... of which missed: lowered, compiled (or read from the disk cache), loaded
   int64_t kernels_launched = 0;        // kernel launches, run_linear and JIT replays
+  int64_t kernels_unchanged = 0;       // JIT replays' launches skipped: every buffer they touch as they left it
   int64_t copies = 0;                  // COPY calls, run_linear and JIT replays
   // where a cold step's time goes (wall seconds on the calling thread)
   double lower_s = 0;                  // to_program: codegen and rendering of the programs built

@@ -55,6 +55,11 @@ TEST(Simd, MatmulGetsARegisterTile) {
     ASSERT_GE(small.applied_opts.size(), 2u);
     EXPECT_EQ(small.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(int64_t(8))}));
     EXPECT_EQ(small.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}));
+    // from 256K multiply-adds (a batch-1 convolution's 36 x 64 x 576) one vector of the host's lanes by 8 rows
+    Scheduler medium = hand_coded_optimizations(Scheduler(only_kernel(Tensor::empty({64, 128}).matmul(Tensor::empty({128, 64}))), caps_of(ren)));
+    ASSERT_GE(medium.applied_opts.size(), 2u);
+    EXPECT_EQ(medium.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    EXPECT_EQ(medium.applied_opts[1], (Opt{OptOps::UPCAST, 0, Arg(int64_t(8))}));
     for (auto& o : kw.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << "the tile is the register block; no unroll on top";
     std::string src = to_program(kw.get_optimized_ast("test"), ren)->kernel.src;
     EXPECT_NE(src.find("__attribute__((aligned(" + std::to_string(4 * w) + ")))"), std::string::npos) << src;
@@ -175,6 +180,9 @@ TEST(Simd, BigPanelsLoopOutsideTheRows) {
     // (12 x 6 MiB) streams less than B once per block of 8 rows (128 x 2.3 MiB)
     Scheduler d = hand_coded_optimizations(Scheduler(kernel(1024, 1536, 384), caps_of(ren)));
     EXPECT_TRUE(std::any_of(d.applied_opts.begin(), d.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
+    // a block's qkv projection (1024 x 384 @ 384 x 1152: B 1.7 MiB, more than half the L2): B's panels outside
+    Scheduler q = hand_coded_optimizations(Scheduler(kernel(1024, 384, 1152), caps_of(ren)));
+    EXPECT_TRUE(std::any_of(q.applied_opts.begin(), q.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
     // B that L2 holds (2048 x 512 @ 512 x 512, 1 MiB): the output's order stays
     Scheduler a = hand_coded_optimizations(Scheduler(kernel(2048, 512, 512), caps_of(ren)));
     EXPECT_TRUE(std::none_of(a.applied_opts.begin(), a.applied_opts.end(), [](const Opt& o) { return o.op == OptOps::SWAP; }));
@@ -408,8 +416,8 @@ TEST(Simd, CastAndDequantCopiesGetTheTransposeTile) {
 TEST(Simd, HeadsTimesHeadDimsAxisGetsTheTile) {
   // attention's softmax @ v stored as (B, T, H * D) (the transpose before the output projection): the softmax's index
   // reads the merged axis as head = axis // D. With D a multiple of the lanes, a vector of lanes stays in one head, so
-  // the softmax is a broadcast operand of the register tile: lanes on the merged axis (a second vector only where D
-  // holds two), rows on T. (Big enough for the full-width tile: 4M multiply-adds)
+  // the softmax is a broadcast operand of the register tile: lanes on the merged axis (a second vector where D holds
+  // two, else a second and third where it holds three), rows on T. (Big enough for the full-width tile: 4M multiply-adds)
   constexpr int64_t B = 2, H = 8, T = 128, D = 48;
   auto out = [&](const Tensor& p, const Tensor& v) { return p.matmul(v).transpose(1, 2).reshape({B, T, H * D}); };
   UOp ast = only_kernel(out(Tensor::empty({B, H, T, T}), Tensor::empty({B, H, T, D})));
@@ -419,9 +427,8 @@ TEST(Simd, HeadsTimesHeadDimsAxisGetsTheTile) {
     EXPECT_EQ(k.applied_opts[0].op, OptOps::UPCAST) << w;
     EXPECT_EQ(k.applied_opts[0].arg, Arg(w)) << w;
     EXPECT_EQ(k.applied_opts[1].op, OptOps::UPCAST) << w;
-    // 2 x 8 lanes stay in a head of 48; 2 x 16 would not: rows come next
-    if (w == 8) EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, k.applied_opts[0].axis, Arg(int64_t(2))}));
-    else EXPECT_NE(k.applied_opts[1].arg, Arg(int64_t(2))) << "rows, not a second vector";
+    // 2 x 8 lanes stay in a head of 48; 2 x 16 would not, 3 x 16 do
+    EXPECT_EQ(k.applied_opts[1], (Opt{OptOps::UPCAST, k.applied_opts[0].axis, Arg(int64_t(w == 8 ? 2 : 3))})) << w;
     for (auto& o : k.applied_opts) EXPECT_NE(o.op, OptOps::UNROLL) << w;
   }
   auto pv = randv(size_t(B * H * T * T), 16), vv = randv(size_t(B * H * T * D), 17);
@@ -552,4 +559,39 @@ TEST(Matvec, FewColumnsAreAllUpcast) {
           ASSERT_NEAR(got[size_t(i * n + j)], ref, 1e-5 * std::sqrt(double(kk))) << w << " " << m << "x" << kk << "x" << n << " at " << i << "," << j;
         }
     }
+}
+
+// An elementwise kernel with an exp (the softmax's exps, tanh-gelu with a bias after a packed GEMM) gets the host's
+// lanes on an axis every buffer reads and writes contiguously or not at all; values against libm and a float64 matmul
+TEST(Simd, TranscendentalElementwiseGetsTheHostsLanes) {
+  constexpr int64_t M = 64, K = 256, N = 1024;  // B of 1 MiB: packed (tensor/gemm.cpp)
+  auto xs = randv(M * K, 5, -1.f, 1.f), ws = randv(K * N, 6, -0.2f, 0.2f), ms = randv(M, 7, -1.f, 1.f), bs = randv(N, 8, -1.f, 1.f);
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    Tensor x = Tensor::from_vector(xs, {M, K}), wt = Tensor::from_vector(ws, {K, N}), m = Tensor::from_vector(ms, {M, 1});
+    Tensor b = Tensor::from_vector(bs, {N});
+    auto e = [&] { return (x - m).exp(); };
+    auto g = [&] { return (x.reshape({2, M / 2, K}).matmul(wt) + b).gelu(); };  // a block's Linear: (B, T, D), a bias
+    Scheduler k = hand_coded_optimizations(Scheduler(only_kernel(e()), caps_of(with_width(w))));
+    ASSERT_FALSE(k.applied_opts.empty());
+    EXPECT_EQ(k.applied_opts[0], (Opt{OptOps::UPCAST, 1, Arg(w)}));
+    UOp linear = schedule_linear({g()});
+    Scheduler kg = hand_coded_optimizations(Scheduler(linear.src().back().src(0), caps_of(with_width(w))));  // after the pack, the GEMM
+    ASSERT_FALSE(kg.applied_opts.empty());
+    EXPECT_EQ(kg.applied_opts[0].op, OptOps::UPCAST);
+    EXPECT_EQ(kg.applied_opts[0].arg, Arg(w));
+    auto ev = e().to_vector<float>(), gv = g().to_vector<float>();
+    for (int64_t i = 0; i < M * K; i++) {
+      float want = std::exp(xs[size_t(i)] - ms[size_t(i / K)]);
+      ASSERT_NEAR(ev[size_t(i)], want, 4e-6f * want) << i;
+    }
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double v = bs[size_t(j)];
+        for (int64_t q = 0; q < K; q++) v += double(xs[size_t(i * K + q)]) * ws[size_t(q * N + j)];
+        double want = 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+        ASSERT_NEAR(gv[size_t(i * N + j)], want, 1e-4) << i << "," << j;
+      }
+  }
 }

@@ -6,6 +6,7 @@
 
 #include "support/random.h"
 #include "support/error_of.h"
+#include "runtime/device.h"
 #include "util/stats.h"
 #include "tg/context.h"
 #include "tg/jit.h"
@@ -390,4 +391,65 @@ TEST(TinyJit, StridedViewInput) {
   EXPECT_NE(e.find("strided view"), std::string::npos) << e;
   e = error_of([&] { f(T(rnd(6, 9), {3, 2})); });
   EXPECT_NE(e.find("a strided view of a buffer -> contiguous"), std::string::npos) << e;
+}
+
+// A kernel whose inputs no launch of the capture writes (a weight's packed panels in x @ W) is skipped by a replay
+// while its buffers are as it left them; a write to the weight outside the replay (an assign, another TinyJit's
+// replay) runs it again, and memory of the caller's (from_blob), which changes unseen, always does
+TEST(TinyJit, UnchangedWeightsAreNotPackedAgain) {
+  if (get_device("CPU").simd_width() == 0) GTEST_SKIP() << "no SIMD kernels on this host: B is not packed";
+  constexpr int64_t M = 64, K = 256, N = 1024;  // B of 1 MiB: packed (tensor/gemm.cpp)
+  auto host_mm = [&](const Vec& x, const Vec& w) {
+    Vec out(size_t(M * N), 0.f);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) out[size_t(i * N + j)] += x[size_t(i * K + k)] * w[size_t(k * N + j)];
+    return out;
+  };
+  Vec w_host = rnd(size_t(K * N), 1);
+  Tensor w = T(w_host, {K, N});
+  TinyJit f([&](const std::vector<Tensor>& in) { return in[0].matmul(w); });
+  TinyJit halve([&](const std::vector<Tensor>& in) { return w.assign(w * in[0]).realize(); });
+  Tensor half = T({0.5f}, {1});
+  for (int c = 0; c < 7; c++) {
+    if (c == 4) {  // written outside any replay
+      w_host = rnd(size_t(K * N), 2);
+      w.assign(T(w_host, {K, N})).realize();
+    }
+    if (c >= 5) {  // by another TinyJit: its first, capture and replays
+      for (int r = 0; r < 3; r++) halve(half);
+      for (float& v : w_host) v *= 0.125f;
+    }
+    if (c == 3) {  // the same graph run without the JIT in between: its schedule has intermediates of its own
+      Vec x2 = rnd(size_t(M * K), 40);
+      expect_near(V(T(x2, {M, K}).matmul(w)), host_mm(x2, w_host), 1e-3f);
+    }
+    Vec x = rnd(size_t(M * K), 10 + c);
+    int64_t skipped = engine_stats().kernels_unchanged;
+    Tensor out = f(T(x, {M, K}));
+    // calls 2 and 3 replay with the weight as the capture left it; 4-6 after a write
+    if (c >= 2) EXPECT_EQ(engine_stats().kernels_unchanged - skipped, c == 2 || c == 3 ? 1 : 0) << "call " << c;
+    expect_near(V(out), host_mm(x, w_host), 1e-3f);
+  }
+  // a kernel that reads only an unchanged buffer, but as far as a Variable says (a KV cache's first pos rows), runs
+  Vec cache_host = rnd(16 * 8, 5);
+  Tensor cache = T(cache_host, {16, 8});
+  sint pos = Variable("pos", 1, 16);
+  TinyJit<Tensor> rows([&](const std::vector<Tensor>&, const std::vector<sint>& vars) { return cache.shrink({{0, vars[0]}, {0, 8}}).sum(0).realize(); });
+  for (int64_t n : {3, 5, 9, 2, 16, 7}) {
+    Vec want(8, 0.f);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < 8; j++) want[size_t(j)] += cache_host[size_t(i * 8 + j)];
+    expect_near(V(rows({}, {pos.bind(n)})), want);
+  }
+  Vec mem = rnd(size_t(K * N), 3);
+  Tensor wb = Tensor::from_blob(mem.data(), {K, N});
+  TinyJit g([&](const std::vector<Tensor>& in) { return in[0].matmul(wb); });
+  Vec x = rnd(size_t(M * K), 4);
+  for (int c = 0; c < 4; c++) {
+    for (float& v : mem) v += 1.f;
+    int64_t skipped = engine_stats().kernels_unchanged;
+    expect_near(V(g(T(x, {M, K}))), host_mm(x, mem), 1e-3f);
+    EXPECT_EQ(engine_stats().kernels_unchanged, skipped) << "call " << c;
+  }
 }

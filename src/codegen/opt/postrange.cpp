@@ -394,7 +394,8 @@ int64_t footprint(const Scheduler& k, const UOp& b) {
   return n;
 }
 
-// A register-tiled kernel whose vector operand (B's panels) is past the L2 cache (2 MiB or more): the loop over B's
+// A register-tiled kernel whose vector operand (B's panels) is past half the L2 cache (more than 1 MiB, which A's rows and
+// the output share it with: a block's qkv projection, 1.7 MiB of panels): the loop over B's
 // blocks goes outside the loops over the other operands' (A's rows) where that streams fewer bytes: B once per block of
 // A's rows (the output's order, as the GEMM's (M, N) store gives) against A once per block of B. The prompt's 128 x 768
 // @ 768 x 2048 (6 MiB of panels, 16 blocks of rows) ran at 80 GFLOPS, not 145; a block's MLP down projection 1024 x 1536
@@ -408,7 +409,7 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
   for (auto& b : input_bufs(k)) if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return moves(b, a); })) ops.push_back(b);
   auto vb = std::find_if(ops.begin(), ops.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), lanes) == 1; });  // B
   int64_t b_bytes = vb == ops.end() ? 0 : footprint(k, *vb);
-  if (b_bytes < (int64_t(2) << 20) || loops.size() < 2 || moves(*vb, loops[0])) return;
+  if (b_bytes <= (int64_t(1) << 20) || loops.size() < 2 || moves(*vb, loops[0])) return;
   auto others_move = [&](int64_t a) { return std::any_of(ops.begin(), ops.end(), [&](const UOp& b) { return b != *vb && moves(b, a); }); };
   int64_t a_blocks = 1, b_blocks = 1, a_bytes = 0, swap_with = -1;
   for (auto a : loops) {
@@ -426,8 +427,9 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
 // (memory_coalescing folds them): 2-4x the GFLOPS of tinygrad's heuristic on the main job's convolutions. A big kernel
 // gets two vectors of lanes where the axis has them (a row of the tile: 2 loads, then each broadcast feeds 2 FMAs) and
 // as many rows as the vector registers hold beside a row's loads and a broadcast: up to 14 on AVX-512's 32 zmm (8 for
-// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce.
-bool simd_upcast(Scheduler& k, int64_t width, bool big) {
+// a power-of-two M), 6 on AVX2's 16 ymm; accumulators past that spill to the stack every step of the reduce. A smaller
+// one gets one vector and up to rows_cap rows.
+bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
   int64_t regs = width >= 16 ? 32 : 16;
   std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
   auto reds = k.axes_of({AxisType::REDUCE, AxisType::UNROLL});
@@ -438,7 +440,6 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
     int64_t lanes = fs[a] % width == 0 ? width : fs[a] % 8 == 0 ? 8 : 0;  // a vector, else a half one
     if (lanes == 0) continue;
     int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
-    int64_t max_rows = big ? std::min<int64_t>(16, (regs - vecs - 2) / vecs) : 4;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
       // (an operand of the sum: a factor constant along the reduce, such as a fused RMSNorm's per-row scale, is no B)
@@ -449,14 +450,22 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big) {
       // pm_clip_reduce_gates clip the window's ranges to the input
       std::vector<std::tuple<bool, int64_t, int64_t>> cands;  // (gates a window, stride, axis)
       int64_t nvec = vecs;  // one vector where the broadcast operand changes within two
+      std::vector<UOp> bcast;
       for (auto& bb : loads) {
         UOp bidx = bb.src(1).get_idx();
         if (stride_in(bidx, rs[a]) != 0 && !lane_invariant(bidx, rs[a], lanes)) continue;
         if (!lane_invariant(bidx, rs[a], lanes * nvec)) nvec = 1;
+        bcast.push_back(bidx);
         for (auto b : ups)
           if (std::optional<int64_t> st = stride_in(bidx, rs[b]); b != a && st && *st > 1 && stride_in(vidx, rs[b]) == 0)
             cands.push_back({has(window, rs[b]), *st, b});
       }
+      // three vectors where two do not fit (a head of 48 on AVX-512: softmax @ v's softmax changes every 48 lanes), so
+      // a step of the reduce is 3 loads and 8 broadcasts for 24 FMAs, not 1 and 8 for 8
+      if (nvec == 1 && big && lanes == width && fs[a] % (3 * width) == 0 &&
+          std::all_of(bcast.begin(), bcast.end(), [&](const UOp& i) { return lane_invariant(i, rs[a], 3 * lanes); }))
+        nvec = 3;
+      int64_t max_rows = big ? std::min<int64_t>(16, (regs - nvec - 2) / nvec) : rows_cap;
       std::sort(cands.begin(), cands.end());
       std::vector<std::pair<UOp, int64_t>> picks;
       int64_t rows = 1;
@@ -726,6 +735,32 @@ void split_lanes(Scheduler& k, const std::vector<UOp>& lanes) {
 }
 }  // namespace
 
+// SIMD CPU elementwise kernels with a float32 transcendental (the softmax's exps, tanh-gelu): the host's lanes on an
+// axis every buffer reads and writes contiguously or not at all, so exp2's polynomial runs on whole vector registers,
+// where the upcasts below take 4 lanes (a quarter of a zmm) or a strided axis (scalar code): 3x on the block's exps
+bool transcendental_lanes(Scheduler& k) {
+  int64_t w = k.ren.vector_width;
+  if (k.ren.has_local || w == 0 || !k.reduceops().empty() || k.upcasted()) return false;
+  auto topo = k.ast.toposort();
+  if (std::none_of(topo.begin(), topo.end(), [](const UOp& u) { return OpSet{EXP2, LOG2, SIN}.has(u.op()) && u.dtype() == dtypes::float32; }))
+    return false;
+  auto fs = k.full_shape();
+  auto rs = k.rngs();
+  auto ups = k.upcastable_dims();
+  for (auto a = ups.rbegin(); a != ups.rend(); ++a) {
+    if (fs[size_t(*a)] % w != 0) continue;
+    bool lanes = false, ok = true;
+    for (auto& b : k.bufs()) {
+      std::optional<int64_t> st = stride_in(b.src(1).get_idx(), rs[size_t(*a)]);
+      ok &= st == 0 || st == 1, lanes |= st == 1;
+    }
+    if (!ok || !lanes) continue;
+    k.apply_opt(Opt{OptOps::UPCAST, *a, Arg(w)});
+    return true;
+  }
+  return false;
+}
+
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
   Scheduler k = k0;
   // a matrix-vector product on a GPU (a sum of products of two loads, the reduce range in the first one's index): 8
@@ -789,12 +824,15 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
     apply_threads(k);
     return k;
   }
+  transcendental_lanes(k);  // the upcasts below may add rows: 4 of a packed GEMM's panels are 512 contiguous bytes
 
   // (a small kernel gets a small tile, 8 lanes by 4 rows: it runs in microseconds, and a big one costs its codegen
-  // more than that)
-  bool big = prod(k.full_shape()) >= (int64_t(1) << 22);
+  // more than that; from 256K multiply-adds, a batch-1 convolution's, one vector of the host's lanes by 8 rows: 3x the
+  // small tile's 35 GFLOPS)
+  int64_t size = prod(k.full_shape());
+  bool big = size >= (int64_t(1) << 22), medium = !big && size >= (int64_t(1) << 18);
   bool simd = !k.ren.has_local && k.ren.vector_width > 0 && !k.reduceops().empty() && !k.upcasted() &&
-              (simd_upcast(k, big ? k.ren.vector_width : 8, big) || column_reduce(k));
+              (simd_upcast(k, big || medium ? k.ren.vector_width : 8, big, medium ? 8 : 4) || column_reduce(k));
   if (!simd && !k.ren.has_local && k.ren.vector_width > 0 && !k.upcasted())
     if (auto lane = matvec_lanes(k); !lane.empty()) {
       apply_threads(k);
