@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "codegen/opt/postrange.h"
 #include "codegen/opt/search.h"
 #include "runtime/clang.h"
 #include "runtime/rt_test_util.h"
@@ -83,6 +84,28 @@ TEST(Search, BeamSearchKeepsResultsAndIsCached) {
       for (int k = 0; k < 20; k++) want += a[size_t(i * 20 + k)] * b[size_t(k * 36 + j)];
       EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
     }
+}
+
+// After the search, the heuristic's kernel is timed beside the search's pick; where it wins, the cache says so and a
+// later search replays hand_coded_optimizations (which shapes kernels past BEAM's opts: matvec lanes' split reduce)
+// without compiling anything
+TEST(Search, HandCodedWinnerReplaysFromTheCache) {
+  Threads threads;
+  TempDir dir;
+  test::ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  Tensor w = Tensor::empty({256, 768}, dtypes::float16);
+  UOp linear = schedule_linear({w.cast(dtypes::float32).matmul(Tensor::empty({768}))});
+  UOp ast;
+  for (auto& c : linear.src()) if (c.src(0).op() == Ops::SINK) ast = c.src(0);
+  ASSERT_TRUE(ast);
+  Scheduler s(ast, caps_of(ClangRenderer()));
+  diskcache_put("beam_search", beam_cache_key(s, ClangRenderer(), 2, "CPU"), kBeamHandCoded);
+  uint64_t compiles = clang_invocations();
+  Scheduler r = beam_search(s, ClangRenderer(), 2), hc = hand_coded_optimizations(s);
+  EXPECT_EQ(clang_invocations(), compiles);
+  ASSERT_EQ(r.applied_opts.size(), hc.applied_opts.size());
+  for (size_t i = 0; i < r.applied_opts.size(); i++) EXPECT_EQ(r.applied_opts[i], hc.applied_opts[i]);
+  EXPECT_EQ(r.ast.key(), hc.ast.key()) << "the heuristic's AST (its split reduce), not only its opts";
 }
 
 TEST(Search, ResultIsCachedPerDevice) {

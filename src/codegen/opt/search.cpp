@@ -1,6 +1,7 @@
 // tinygrad's codegen/opt/search.py: the action list, get_kernel_actions and beam_search, timing on the CPU device.
 #include "codegen/opt/search.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "codegen/opt/postrange.h"
 #include "codegen/pipeline.h"
 #include "runtime/device.h"
 #include "util/diskcache.h"
@@ -201,6 +203,12 @@ std::vector<BeamCandidate> compile_candidates(Device& dev, const CStyleLanguage&
   return out;
 }
 
+std::string beam_cache_key(const Scheduler& s, const CStyleLanguage& ren, int amt, const std::string& device) {
+  // tinygrad's key (ast, amt, device, the renderer's variant, whether timed cut short) and the thread count
+  return to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|test=" +
+         std::to_string(settings().BEAM_TEST_SIZE) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
+}
+
 Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   std::string device;
   for (auto& u : s.ast.toposort())
@@ -208,12 +216,11 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   if (device.empty()) device = "CPU";
   if (device == "NULL" || device.starts_with("DISK")) return s;  // NULL renders only; DISK runs no kernels
   const Settings& set = settings();
-  // tinygrad's key (ast, amt, device, the renderer's variant, whether timed cut short) and the thread count
-  std::string key = to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|test=" +
-                    std::to_string(set.BEAM_TEST_SIZE) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
+  std::string key = beam_cache_key(s, ren, amt, device);
   bool use_cache = set.CACHELEVEL >= 1;
   if (use_cache && !set.IGNORE_BEAM_CACHE)
-    if (auto val = diskcache_get("beam_search", key))
+    if (auto val = diskcache_get("beam_search", key)) {
+      if (*val == kBeamHandCoded) return hand_coded_optimizations(s);
       if (auto opts = parse_opts(*val); opts && opts->size() >= s.applied_opts.size()) {
         try {
           Scheduler r = s;
@@ -221,6 +228,7 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
           return r;
         } catch (const Error&) {}  // stale entry: search again
       }
+    }
 
   Device& dev = get_device(device);
   Bench bench(dev, s.ast);
@@ -260,6 +268,20 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
       std::printf("%7.2fs: %s from %3zu -> %3zu actions (%.2fs render+compile) %s\n", elapsed(), time_str(beam[0].second).c_str(), candidates.size(),
                   timed.size(), t_compiled, opts_str(beam[0].first.applied_opts).c_str());
     if (exiting) break;
+  }
+  // the heuristic's kernel, timed the same way, where it is faster: it shapes kernels past the opts BEAM searches (matvec
+  // lanes' split reduce, copy tiles), and the training step's kernels from the search alone ran 2x slower than its
+  // (both with the threads apply_opts gives the search's pick)
+  std::set<std::string> none;
+  Scheduler best = beam[0].first, hc = hand_coded_optimizations(s);
+  apply_threads(best);
+  std::array<double, 2> tms{inf, inf};
+  for (BeamCandidate& c : compile_candidates(dev, ren, {best, hc}, none))
+    if (c.prg) tms[c.index] = bench.time(*c.prg, *c.spec, inf) * c.factor;
+  if (tms[1] < tms[0]) {
+    if (use_cache) diskcache_put("beam_search", key, kBeamHandCoded);
+    if (beam_debug) std::printf("BEAM_SEARCH: the hand-coded kernel is faster: %s against %s\n", time_str(tms[1]).c_str(), time_str(tms[0]).c_str());
+    return hc;
   }
   if (use_cache) diskcache_put("beam_search", key, opts_str(beam[0].first.applied_opts));
   if (beam_debug) std::printf("BEAM_SEARCH: final tm=%s, applied_opts=%s\n", time_str(beam[0].second).c_str(), opts_str(beam[0].first.applied_opts).c_str());

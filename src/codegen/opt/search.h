@@ -44,5 +44,9 @@ double shrink_for_timing(Scheduler& s, int64_t max_size);
 
 // the best opts found for s's kernel, timed on the CPU device; s unchanged when the kernel cannot be run here
 Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt);
+// the search's entry in the disk cache ("beam_search" table): the applied opts, or kBeamHandCoded where the heuristic's
+// kernel (hand_coded_optimizations, timed after the search) was faster than the search's pick
+std::string beam_cache_key(const Scheduler& s, const CStyleLanguage& ren, int amt, const std::string& device);
+inline constexpr const char* kBeamHandCoded = "hand_coded";
 
 }  // namespace tg
