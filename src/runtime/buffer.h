@@ -30,6 +30,7 @@ class Buffer {
   size_t offset() const { return offset_; }  // bytes into the base; 0 for a base
   bool is_view() const { return base_ != nullptr; }
   const std::shared_ptr<Buffer>& base() const { return base_; }
+  Buffer& root() { return base_ ? *base_ : *this; }  // the buffer that owns the memory: a view's base, else this one
 
   bool is_allocated() const { return base_ ? base_->is_allocated() : ptr_ != nullptr; }
   Buffer& ensure_allocated();

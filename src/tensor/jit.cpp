@@ -219,7 +219,6 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   if (rec.empty()) throw Error("TinyJit: the function launched no kernels while captured, there is nothing to replay");
   std::unordered_map<const Buffer*, size_t> input_of;
   for (size_t i = 0; i < bufs.size(); i++) input_of[bufs[i]] = i;
-  auto root_of = [](const std::shared_ptr<Buffer>& b) -> const Buffer* { return b->is_view() ? b->base().get() : b.get(); };
   // buffer argument k of a recorded launch is written (a kernel's writable parameter, a copy's dest) or read
   auto param = [](const RecordedLaunch& r, size_t k) -> const KernelParam& {
     for (const KernelParam& p : r.spec->kernel.params)
@@ -235,9 +234,9 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
   std::unordered_map<const Buffer*, std::vector<Range>> written;
   for (size_t i = 0; i < rec.size(); i++)
     for (size_t k = 0; k < rec[i].bufs.size(); k++)
-      if (writes(rec[i], k)) written[root_of(rec[i].bufs[k])].push_back({rec[i].bufs[k]->offset(), rec[i].bufs[k]->offset() + rec[i].bufs[k]->nbytes(), i});
+      if (writes(rec[i], k)) written[&rec[i].bufs[k]->root()].push_back({rec[i].bufs[k]->offset(), rec[i].bufs[k]->offset() + rec[i].bufs[k]->nbytes(), i});
   auto written_by_other = [&](const std::shared_ptr<Buffer>& b, size_t launch) {
-    auto it = written.find(root_of(b));
+    auto it = written.find(&b->root());
     if (it == written.end()) return false;
     size_t lo = b->offset(), hi = lo + b->nbytes();
     return std::any_of(it->second.begin(), it->second.end(), [&](const Range& w) { return w.launch != launch && w.begin < hi && lo < w.end; });
@@ -247,7 +246,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
     RecordedLaunch& r = rec[i];
     bool same = r.prg && r.spec;  // the same result on every replay while its buffers are unchanged
     for (size_t k = 0; k < r.bufs.size(); k++)
-      same &= !input_of.contains(root_of(r.bufs[k])) && r.bufs[k]->version() && !written_by_other(r.bufs[k], reads(r, k) ? rec.size() : i);
+      same &= !input_of.contains(&r.bufs[k]->root()) && r.bufs[k]->version() && !written_by_other(r.bufs[k], reads(r, k) ? rec.size() : i);
     Launch l{r.prg, r.name, {}, std::move(r.vals), {}, r.dims};
     kernels.push_back({r.spec, r.ast, 0});
     if (r.spec)  // which of the values are the call's Variables: those a replay sets
@@ -260,7 +259,7 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
     same &= l.vals.empty();  // a Variable's value (a KV cache's length) changes what it reads
     for (size_t k = 0; k < r.bufs.size(); k++) {
       const std::shared_ptr<Buffer>& b = r.bufs[k];
-      const Buffer* root = b->is_view() ? b->base().get() : b.get();
+      Buffer* root = &b->root();
       if (auto it = input_of.find(root); it != input_of.end()) {
         slots.push_back({launches.size(), k, it->second, b->offset()});
         l.ptrs.push_back(nullptr);
@@ -269,9 +268,8 @@ std::vector<Tensor> TinyJitBase::Impl::capture(const std::vector<Tensor>& inputs
         l.ptrs.push_back(b->ptr());
         if (seen.insert(b.get()).second) held.push_back(b);
         held_roots.insert(root);
-        Buffer* base = b->is_view() ? b->base().get() : b.get();
-        if (writes(r, k) && same) l.writes.push_back(base);
-        else if (writes(r, k) && !has(written_roots, base)) written_roots.push_back(base);
+        if (writes(r, k) && same) l.writes.push_back(root);
+        else if (writes(r, k) && !has(written_roots, root)) written_roots.push_back(root);
       }
       // an output in the planner's arena is only this launch's (checked above; a schedule's arena is its own:
       // resolve_linear_call makes fresh intermediates), and the arena's version moves with every other launch's

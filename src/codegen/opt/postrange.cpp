@@ -370,6 +370,17 @@ std::vector<UOp> input_bufs(const Scheduler& k) {
   return loads;
 }
 
+// the inputs of the kernel's sum: those that move along a reduce axis (an epilogue's input, or a factor constant
+// along the reduce such as a fused RMSNorm's per-row scale, is none)
+std::vector<UOp> sum_operands(const Scheduler& k) {
+  auto rs = k.rngs();
+  auto reds = k.axes_of({AxisType::REDUCE, AxisType::UNROLL});
+  std::vector<UOp> out;
+  for (auto& b : input_bufs(k))
+    if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return stride_in(b.src(1).get_idx(), rs[size_t(a)]) != 0; })) out.push_back(b);
+  return out;
+}
+
 // the output ranges that a load's gate compares with a reduce range (a padded convolution's window over the borders)
 std::vector<UOp> window_axes(const Scheduler& k) {
   std::vector<UOp> out;
@@ -403,10 +414,9 @@ int64_t footprint(const Scheduler& k, const UOp& b) {
 void panels_outside(Scheduler& k, const UOp& lanes) {
   auto rs = k.rngs();
   auto fs = k.full_shape();
-  auto reds = k.axes_of({AxisType::REDUCE, AxisType::UNROLL}), loops = k.axes_of({AxisType::WEAK});
+  auto loops = k.axes_of({AxisType::WEAK});
   auto moves = [&](const UOp& b, int64_t a) { return stride_in(b.src(1).get_idx(), rs[size_t(a)]) != 0; };
-  std::vector<UOp> ops;  // the inputs the reduce reads
-  for (auto& b : input_bufs(k)) if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return moves(b, a); })) ops.push_back(b);
+  std::vector<UOp> ops = sum_operands(k);
   auto vb = std::find_if(ops.begin(), ops.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), lanes) == 1; });  // B
   int64_t b_bytes = vb == ops.end() ? 0 : footprint(k, *vb);
   if (b_bytes <= (int64_t(1) << 20) || loops.size() < 2 || moves(*vb, loops[0])) return;
@@ -431,8 +441,7 @@ void panels_outside(Scheduler& k, const UOp& lanes) {
 // one gets one vector and up to rows_cap rows.
 bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
   int64_t regs = width >= 16 ? 32 : 16;
-  std::vector<UOp> loads = input_bufs(k), window = window_axes(k);  // indices of the inputs
-  auto reds = k.axes_of({AxisType::REDUCE, AxisType::UNROLL});
+  std::vector<UOp> loads = input_bufs(k), window = window_axes(k), operands = sum_operands(k);  // indices of the inputs
   auto fs = k.full_shape();
   auto rs = k.rngs();
   auto ups = k.upcastable_dims();
@@ -442,8 +451,7 @@ bool simd_upcast(Scheduler& k, int64_t width, bool big, int64_t rows_cap) {
     int64_t vecs = big && lanes == width && fs[a] % (2 * width) == 0 ? 2 : 1;
     for (auto& vb : loads) {
       UOp vidx = vb.src(1).get_idx();
-      // (an operand of the sum: a factor constant along the reduce, such as a fused RMSNorm's per-row scale, is no B)
-      if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1 || std::all_of(reds.begin(), reds.end(), [&](int64_t r) { return stride_in(vidx, rs[size_t(r)]) == 0; })) continue;
+      if (vb.dtype() != dtypes::float32 || stride_in(vidx, rs[a]) != 1 || !has(operands, vb)) continue;  // (B is an operand of the sum)
       // the rows: axes the broadcast operand moves along, smallest stride first (neighbouring rows share cache lines),
       // until 8 rows keep both FMA units busy; not stride 1, where clang's SLP vectorizer would pair the rows' loads
       // an axis a window's gate reads (a padded convolution's output rows) comes after the others: a loop, it lets
@@ -592,14 +600,12 @@ bool copy_tile(Scheduler& k) {
 // the inputs are not two such operands.
 bool two_operand_rows(Scheduler& t, const UOp& lane) {
   auto rs = t.rngs();
-  auto ups = t.upcastable_dims(), reds = t.axes_of({AxisType::REDUCE, AxisType::UNROLL});
+  auto ups = t.upcastable_dims();
   auto moves = [&](const UOp& b, int64_t a) { return stride_in(b.src(1).get_idx(), rs[size_t(a)]) != 0; };
-  std::vector<UOp> ins;  // the inputs of the sum (not an epilogue's)
-  for (auto& b : input_bufs(t)) if (std::any_of(reds.begin(), reds.end(), [&](int64_t a) { return moves(b, a); })) ins.push_back(b);
   std::vector<int> side(ups.size(), -1);  // per output axis, the operand moving along it (inputs sharing an axis: one)
   std::array<int64_t, 2> bytes{}, along_k{};
   int n = 0;
-  for (auto& b : ins) {
+  for (auto& b : sum_operands(t)) {
     int s = -1;
     for (size_t j = 0; j < ups.size(); j++)
       if (moves(b, ups[j]) && side[j] >= 0) {
@@ -692,19 +698,18 @@ std::vector<UOp> matvec_lanes(Scheduler& k) {
     Scheduler t = k;
     // first: the expander puts the first opt's axis innermost, so a row's lanes are consecutive in the accumulators
     std::vector<UOp> lane{t.apply_opt(Opt{OptOps::UNROLL, int64_t(ud.size()) - 1, Arg(lanes)})->second};
+    auto unroll_2 = [&](const UOp& rng) {  // the reduce range rng (of k), wholly unrolled: its unrolled range
+      auto now = t.rngs();
+      auto ud_now = t.unrollable_dims();
+      for (size_t i = 0; i < ud_now.size(); i++)
+        if (now[size_t(ud_now[i])] == rng) return t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))})->second;
+      return UOp();
+    };
     if (pair) {
-      auto ud2 = t.unrollable_dims();
-      auto rs2 = t.rngs();
-      for (size_t i = 0; i < ud2.size(); i++)
-        if (rs2[size_t(ud2[i])] == rs[ud[ud.size() - 2]]) { lane.push_back(t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))})->second); break; }
+      if (UOp u = unroll_2(rs[ud[ud.size() - 2]])) lane.push_back(u);
       // and an outer axis of 2 above the pair (Q4_K's two halves of a super-block): unrolled, each half's scales are
       // lanes of one load per super-block (118 instructions per 64 weights by 8 rows, 135 with it a loop)
-      if (ud.size() >= 3 && fs[ud[ud.size() - 3]] == 2) {
-        auto ud3 = t.unrollable_dims();
-        auto rs3 = t.rngs();
-        for (size_t i = 0; i < ud3.size(); i++)
-          if (rs3[size_t(ud3[i])] == rs[ud[ud.size() - 3]]) { t.apply_opt(Opt{OptOps::UNROLL, int64_t(i), Arg(int64_t(2))}); break; }
-      }
+      if (ud.size() >= 3 && fs[ud[ud.size() - 3]] == 2) unroll_2(rs[ud[ud.size() - 3]]);
     }
     Scheduler g = t;
     if (gemm && two_operand_rows(g, lane[0])) t = g;
