@@ -25,8 +25,11 @@
 #include "uop/pattern_helpers.h"
 #include "uop/symbolic.h"
 #include "uop/weak.h"
+#include "util/build_id.h"
+#include "util/diskcache.h"
 #include "util/env.h"
 #include "util/lru.h"
+#include "util/sha256.h"
 
 namespace tg {
 
@@ -318,6 +321,13 @@ Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing
   return e;
 }
 
+std::string program_disk_key(const UOp& ast, const CStyleLanguage& ren) {
+  const Settings& set = settings();
+  if (set.CACHELEVEL < 1 || build_id().empty()) return "";
+  return to_hex(ast.key()) + "|opt=" + std::to_string(ast.tag().none()) + "|" + set.key_text() + "|ren=" +
+         to_hex(sha256(ren.identity())) + "|build=" + build_id();
+}
+
 std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren) {
   static std::mutex mu;
   // bounded (a kernel with a new constant is a new key), but larger than the runtime's program cache: its entries are
@@ -331,6 +341,15 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
     std::lock_guard<std::mutex> l(mu);
     if (auto* hit = cache.find(key)) return *hit;
   }
+  std::string disk_key = program_disk_key(ast, ren);
+  if (!disk_key.empty())
+    if (auto rec = diskcache_get("program", disk_key))
+      if (auto p = decode_program(*rec)) {
+        if (settings().DEBUG >= 4) std::printf("%s\n", p->kernel.src.c_str());
+        std::lock_guard<std::mutex> l(mu);
+        if (auto* hit = cache.find(key)) return *hit;
+        return cache.insert(key, std::make_shared<ProgramSpec>(std::move(*p)));
+      }
   UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
   auto prg = std::make_shared<ProgramSpec>();
   const KernelInfo* ki = kernel_info(sink);
@@ -373,6 +392,7 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
   prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds), prg->uops = lst.size();
   prg->kernel = ren.render_kernel(lst, prg->name, ren.entry_style);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
+  if (!disk_key.empty()) diskcache_put("program", disk_key, encode_program(*prg));
   std::lock_guard<std::mutex> l(mu);
   if (auto* hit = cache.find(key)) return *hit;  // another thread lowered it meanwhile
   return cache.insert(key, std::move(prg));

@@ -9,7 +9,9 @@
 // TRACK_REWRITES=1 prints each pass's total time and result size over all kernels at exit.
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "renderer/cstyle.h"
@@ -35,7 +37,14 @@ struct ProgramSpec {
 // memoized by the ast's key, settings().key() (the knobs that change programs: NOOPT, BEAM, SIMD, THREADS,
 // NUM_CPU_THREADS, TRANSCENDENTAL, DISABLE_FAST_IDIV ...) and ren.identity(). The cache is locked, but like all UOp graph
 // work this runs on one thread at a time
+// Also kept on disk (table "program", CACHELEVEL >= 1) by the same key made stable across processes, and the build-id of
+// the binary (util/build_id.h): a later process with the same build skips the codegen of kernels it has seen
 std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren);
+// to_program's key in the disk cache, "" where it keeps nothing on disk (CACHELEVEL=0, a binary without a build-id)
+std::string program_disk_key(const UOp& ast, const CStyleLanguage& ren);
+// the disk cache's record of a program, and back (nullopt for a truncated or foreign record)
+std::string encode_program(const ProgramSpec& p);
+std::optional<ProgramSpec> decode_program(std::string_view bytes);
 
 // the linearized program tinygrad renders: linearize(sink), then gated STOREs become IF/STORE/ENDIF
 std::vector<UOp> linearize_program(const UOp& sink);

@@ -106,6 +106,13 @@ struct SettingsStore {
   }
 };
 
+std::string Settings::key_text() const {
+  std::string s;
+  for (const Knob& k : knobs)
+    if (k.kernel) s += std::string(s.empty() ? "" : ",") + k.name + "=" + std::to_string(this->*k.field);
+  return s;
+}
+
 const Settings& settings() {
   if (pinned) return *pinned;
   uint64_t gen = generation.load(std::memory_order_acquire);

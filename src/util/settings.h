@@ -62,6 +62,8 @@ struct Settings {
   // a small id of the kernel-affecting knobs above: equal for two snapshots exactly when those are equal. Valid in
   // this process only (never store it on disk)
   uint32_t key() const { return key_; }
+  // the same knobs as "BEAM=0,NOOPT=0,...": stable across processes, for keys on disk
+  std::string key_text() const;
   bool operator==(const Settings&) const = default;
 
  private:
