@@ -49,7 +49,7 @@ class Model {
  public:
   // reads the GGUF header, builds the config and tokenizer and copies the weights' raw bytes to `device` (nothing decoded)
   static Model load(const std::string& path, int64_t max_context = 0, const std::string& device = "");
-  Model(const gguf::GGUF& g, int64_t max_context = 0, const std::string& device = "");
+  Model(gguf::GGUF g, int64_t max_context = 0, const std::string& device = "");  // keeps g (moved in, or a copy)
 
   // the lazy logits of tokens (1, T) int32 at positions start_pos .. start_pos+T-1, writing their keys and values into
   // the cache: (T, vocab) when all_logits, else (1, vocab) for the last one. Positions >= start_pos are forgotten.

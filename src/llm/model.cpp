@@ -121,8 +121,8 @@ Model Model::load(const std::string& path, int64_t max_context, const std::strin
   return Model(gguf::gguf_load(path), max_context, device);
 }
 
-Model::Model(const gguf::GGUF& g, int64_t max_context, const std::string& device)
-    : g_(g), cfg_(config_from_gguf(g, max_context)), tok_(vocab_from_gguf(g)), dev_(device) {
+Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
+    : g_(std::move(g)), cfg_(config_from_gguf(g_, max_context)), tok_(vocab_from_gguf(g_)), dev_(device) {
   const Config& c = cfg_;
   if (tok_.n_vocab() != c.vocab_size)
     throw Error("llm: the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, token_embd.weight " + std::to_string(c.vocab_size) + " rows");
