@@ -286,9 +286,46 @@ UOp int_dot4(const UOp& add, int64_t most) {
   return UOp::make(CUSTOMI, dtypes::int32, {u, s}, Arg(f));
 }
 
+// a vpdpbusd of bytes masked to 6 bits or fewer (Q4_K's nibbles): |lane| <= 4 * 63 * 128 < 2^15, a 16-bit integer in
+// the lane's low half with its sign in the high one
+bool small_dot4(const UOp& d) {
+  if (d.op() != CUSTOMI || !d.arg().s().starts_with("__builtin_ia32_vpdpbusd")) return false;
+  const UOp& u = d.src(0);
+  return u.op() == AND && u.src(1).op() == CONST && u.src(1).val().is_int() && u.src(1).val().i % 0x01010101 == 0 &&
+         u.src(1).val().i / 0x01010101 <= 63;
+}
+// such a dot times a cast of a non-negative 16-bit integer (a sub-block's 6-bit scale) as pmaddwd: the 16-bit halves'
+// products summed, lo(d) * s + hi(d) * 0, exact; where clang multiplies 32-bit lanes (vpmulld: 2 uops, 10 cycles)
+UOp scaled_dot4(const UOp& mul) {
+  for (int o = 0; o < 2; o++) {
+    const UOp &d = mul.src(size_t(o)), &s = mul.src(size_t(1 - o));
+    auto sh = cg_shape(d);
+    if (!small_dot4(d) || s.op() != CAST || cg_shape(s) != sh || s.vmin().as_int() < 0 || s.vmax().as_int() > 32767) continue;
+    return UOp::make(CUSTOMI, dtypes::int32, {d, s}, Arg("__builtin_ia32_pmaddwd" + std::to_string((*sh)[0] * 32) + "({0}, {1})"));
+  }
+  return UOp();
+}
+// acc + pmaddwd(d, s) as one vpdpwssd (VNNI, as vpdpbusd): a super-block's scaled sub-block sums chained in int32;
+// acc + vpdpwssd(x, d, s) is vpdpwssd(acc + x, d, s) (int32 sums wrap alike in any order), so two chains become one
+UOp acc_scaled_dot4(const UOp& add) {
+  for (int o = 0; o < 2; o++) {
+    const UOp &acc = add.src(size_t(o)), &p = add.src(size_t(1 - o));
+    if (p.op() == CUSTOMI && p.arg().s().starts_with("__builtin_ia32_vpdpwssd") && cg_shape(acc) == cg_shape(p))
+      return p.replace({.src = std::vector{acc + p.src(0), p.src(1), p.src(2)}});
+    if (p.op() != CUSTOMI || !p.arg().s().starts_with("__builtin_ia32_pmaddwd") || !small_dot4(p.src(0)) || cg_shape(acc) != cg_shape(p)) continue;
+    return UOp::make(CUSTOMI, dtypes::int32, {acc, p.src(0), p.src(1)},
+                     Arg("__builtin_ia32_vpdpwssd" + std::to_string((*cg_shape(p))[0] * 32) + "({0}, {1}, {2})"));
+  }
+  return UOp();
+}
+
 const PatternMatcher& pm_int_dot4() {
   static const PatternMatcher pm{
-      U(ADD, dtypes::int32, {}, {}, "x") >> [](M m) { return int_dot4(m["x"], m.ctx<const CStyleLanguage>().vpdpbusd_lanes); },
+      U(ADD, dtypes::int32, {}, {}, "x") >> [](M m) {
+        if (UOp r = int_dot4(m["x"], m.ctx<const CStyleLanguage>().vpdpbusd_lanes)) return r;
+        return acc_scaled_dot4(m["x"]);
+      },
+      U(MUL, dtypes::int32, {}, {}, "x") >> [](M m) { return scaled_dot4(m["x"]); },
   };
   return pm;
 }

@@ -131,17 +131,20 @@ Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, co
     return (f32(q8_0_lanes({xq.q.contiguous(), xq.d}, raw, n)) * (d * dx).unsqueeze(-1)).sum({2, 3});
   }
   // Q4_K: d and dmin as float16 loads (a view of W's bytes); minus dmin * d_x * sum_j min_j * (x's sum over sub-block j),
-  // that sum split in quarters over the lanes of both pairs: lane l of pair p is min_(l % 8) times x's sum of the 8
-  // elements 8(2p + l / 8).. of sub-block l % 8 (no lane left empty, none selected by the pair)
+  // that sum split in halves over the 16 lanes: lane l is min_(l % 8) times x's sum of the 16 elements 8(l / 8).. and
+  // 8(2 + l / 8).. of sub-block l % 8 (the quarters of both pairs' lanes: no lane left empty)
   DotWeight dw = w ? *w : ggml_dot_weight(raw, n, K, type);
   if (dw.scales.shape() != Shape{n, nb, 16} || dw.scales.dtype() != dtypes::uint8 || dw.words.shape() != Shape{n * nb * 36} || dw.halves.shape() != Shape{n * nb * 72})
     throw Error("ggml_dot: the DotWeight is not of this W (" + std::to_string(n) + " rows of " + std::to_string(K) + " as Q4_K)");
   Tensor sc = dw.scales, h = dw.halves.reshape({1, n, nb, 72});
-  auto field = [&](int64_t i) { return f32(h.shrink({{0, 1}, {0, n}, {0, nb}, {i, i + 1}})).reshape({1, n, nb, 1, 1}); };
-  Tensor qsum = xq.q.cast(dtypes::int32).reshape({R, nb, 8, 2, 2, 8}).sum(-1).permute({0, 1, 3, 4, 2}).contiguous().reshape({R, 1, nb, 2, 16});
-  Tensor m = i32(sc.reshape({n, nb, 2, 1, 8}).shrink({{0, n}, {0, nb}, {1, 2}, {0, 1}, {0, 8}}).expand({n, nb, 1, 2, 8})).reshape({1, n, nb, 1, 16});
-  Tensor l = (f32(q4k_lanes(q4k_x_words(xq.q), dw.words, sc, n)) * field(0) - f32(m * qsum) * field(1)) * dx.reshape({R, 1, nb, 1, 1});
-  return l.sum({2, 3, 4});
+  auto field = [&](int64_t i) { return f32(h.shrink({{0, 1}, {0, n}, {0, nb}, {i, i + 1}})).reshape({1, n, nb, 1}); };
+  Tensor qsum = xq.q.cast(dtypes::int32).reshape({R, nb, 8, 2, 2, 8}).sum({3, 5}).permute({0, 1, 3, 2}).contiguous().reshape({R, 1, nb, 16});
+  Tensor m = i32(sc.reshape({n, nb, 2, 1, 8}).shrink({{0, n}, {0, nb}, {1, 2}, {0, 1}, {0, 8}}).expand({n, nb, 1, 2, 8})).reshape({1, n, nb, 16});
+  // the two pairs' lanes added in int32 (a super-block's 8 scaled sub-block sums in one chain), then one conversion
+  Tensor q = q4k_lanes(q4k_x_words(xq.q), dw.words, sc, n);
+  auto pair = [&](int64_t p) { return q.shrink({{0, R}, {0, n}, {0, nb}, {p, p + 1}, {0, 16}}).reshape({R, n, nb, 16}); };
+  Tensor l = (f32(pair(0) + pair(1)) * field(0) - f32(m * qsum) * field(1)) * dx.reshape({R, 1, nb, 1});
+  return l.sum({2, 3});
 }
 
 }  // namespace tg::gguf

@@ -207,7 +207,9 @@ Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1,
 }  // namespace
 
 // x (1, T, K) @ W^T (+ b). A few rows of x (decode) with a quantized W: ggml's integer dot products on W's bytes, x
-// quantized to int8 per block (where the float path converts and multiplies every weight)
+// quantized to int8 per block (where the float path converts and multiplies every weight). Not for more rows: a short
+// prompt's integer kernels were 15-20 % slower at 8-16 rows, 10 % faster at 32-48, and took ~2.7 s more to generate
+// for each new prompt length; from 64 rows the float path's panels win (docs/benchmarks.md, the Q4_K prompt)
 Tensor Model::lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b) const {
   int64_t T = x.shape()[x.ndim() - 2], K = x.shape().back(), N = l.w.shape()[0];
   Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.dot).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));

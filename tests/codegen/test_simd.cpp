@@ -595,3 +595,55 @@ TEST(Simd, TranscendentalElementwiseGetsTheHostsLanes) {
       }
   }
 }
+
+// ggml_dot's Q4_K lanes in miniature: int32 lanes, each the 4 byte products of a weight word (its bytes masked) and an
+// activation word (signed bytes), times a uint8 scale per 8 words, converted and summed in float; 8 words and the next 8
+// are a register of 16 lanes (matvec_lanes' pair). On AVX512-VNNI a lane's products are one vpdpbusd, and where the
+// mask keeps the lane's sum within 16 bits (bytes <= 63: Q4_K's nibbles; -32256 at most) the scale is one pmaddwd of
+// its low half (pm_int_dot4; added to a sum, vpdpwssd: GgmlDot's kernels); 7-bit bytes (sums to -65024) keep the
+// 32-bit multiply. Rendered for a VNNI host on any host (the scheduled graph is built again for the values, which this host
+// runs), values against an exact loop.
+TEST(Matvec, ByteDotScalesIn16BitsOnlyWhereExact) {
+  constexpr int64_t n = 16, kw = 64;  // rows, words per row
+  std::vector<uint32_t> wv(size_t(n * kw));
+  std::vector<int8_t> xv(size_t(kw * 4));
+  std::vector<uint8_t> sv(size_t(n * kw / 8));
+  uint32_t s = 12345;
+  auto next = [&] { return s = s * 1664525u + 1013904223u; };
+  for (auto& v : wv) v = next();
+  for (auto& v : xv) v = int8_t(next() >> 24);
+  for (auto& v : sv) v = uint8_t(next() >> 24);
+  for (int64_t r = 0; r < n; r++) wv[size_t(r * kw)] = 0xFFFFFFFFu;  // each row's first lane at the bound: 4 * m * -128
+  for (int j = 0; j < 4; j++) xv[size_t(j)] = -128;
+  auto byte = [](const Tensor& w, int j) { return (w >> Tensor(8 * j, dtypes::uint32)) & Tensor(0xFF, dtypes::uint32); };
+  auto y_of = [&](uint32_t mask) {
+    Tensor w = (Tensor::from_vector(wv, {n, kw}) & Tensor(mask, dtypes::uint32)).reshape({n, kw / 16, 2, 8});
+    Tensor x = Tensor::from_vector(xv, {kw * 4}).bitcast(dtypes::uint32).contiguous().reshape({1, kw / 16, 2, 8});
+    Tensor sc = Tensor::from_vector(sv, {n, kw / 16, 2, 1}).expand({n, kw / 16, 2, 8}).cast(dtypes::int32);
+    Tensor d = byte(w, 0).cast(dtypes::int32) * byte(x, 0).cast(dtypes::int8).cast(dtypes::int32);
+    for (int j = 1; j < 4; j++) d = d + byte(w, j).cast(dtypes::int32) * byte(x, j).cast(dtypes::int8).cast(dtypes::int32);
+    return (d * sc).cast(dtypes::float32).sum({1, 2, 3});
+  };
+  for (uint32_t mask : {0x3F3F3F3Fu, 0x7F7F7F7Fu}) {
+    ClangRenderer vnni = with_width(16);
+    vnni.vpdpbusd_lanes = vnni.pmaddwd_lanes = 16;
+    UOp ast, sched = schedule_linear({y_of(mask)});  // (kept alive: src() views its nodes)
+    for (auto& c : sched.src())
+      if (c.src(0).op() == Ops::SINK)
+        for (auto& u : c.src(0).toposort()) if (u.op() == Ops::REDUCE) ast = c.src(0);
+    ASSERT_TRUE(ast.get());
+    std::string src = to_program(hand_coded_optimizations(Scheduler(ast, caps_of(vnni))).get_optimized_ast("test"), vnni)->kernel.src;
+    EXPECT_NE(src.find("__builtin_ia32_vpdpbusd512("), std::string::npos) << src;
+    EXPECT_EQ(src.find("__builtin_ia32_pmaddwd512(__builtin_ia32_vpdpbusd512(") != std::string::npos, mask == 0x3F3F3F3Fu) << std::hex << mask << "\n" << src;
+    std::vector<float> got = y_of(mask).to_vector<float>();
+    for (int64_t r = 0; r < n; r++) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < kw; k++)
+        for (int j = 0; j < 4; j++) {
+          double t = double((wv[size_t(r * kw + k)] & mask) >> (8 * j) & 0xFF) * xv[size_t(k * 4 + j)] * sv[size_t(r * kw / 8 + k / 8)];
+          ref += t, mag += std::abs(t);
+        }
+      EXPECT_NEAR(got[size_t(r)], ref, 1e-6 * mag) << std::hex << mask << std::dec << " row " << r;
+    }
+  }
+}

@@ -12,7 +12,7 @@ import numpy as np
 out, seed = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0
 rng = np.random.default_rng(seed)
 os.makedirs(out, exist_ok=True)
-N, K, R = 64, 768, 3
+N, K, R = 64, 768, 24  # R: 3 blocks of 8 rows of x (a prompt's GEMM kernel)
 
 def blocks(nb, nbytes, f16_at):
   raw = rng.integers(0, 256, (nb, nbytes), dtype=np.uint8)
@@ -20,7 +20,7 @@ def blocks(nb, nbytes, f16_at):
   return raw
 
 def rows():
-  x = rng.standard_normal((R, K)).astype(np.float32) * np.array([[1.0], [1e-3], [50.0]], np.float32)
+  x = rng.standard_normal((R, K)).astype(np.float32) * np.tile(np.array([1.0, 1e-3, 50.0], np.float32), R // 3)[:, None]
   x[1, 32:64] = 0  # a Q8_0 block of zeros
   x[2, 256:] = 0   # a Q8_K block of zeros
   return x

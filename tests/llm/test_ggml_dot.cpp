@@ -1,6 +1,7 @@
 // tg::gguf::ggml_dot against ggml's integer dot products written out in numpy from ggml's C (tests/llm/ggml_dot_ref.py)
 // on random blocks: x quantized bit for bit (int8 values and scales, a block of zeros included), the int32 sums per
-// block equal, x @ W^T (and one row of x, decode's kernel: vpdpbusd for Q4_K on AVX512-VNNI) equal up to float32 rounding; each with SIMD
+// block equal, x @ W^T (24 rows: a short prompt's kernel, 8 rows of x by 2 of W; and one row of x, decode's kernel: for
+// Q4_K on AVX512-VNNI vpdpbusd, its sub-block scales applied by vpdpwssd) equal up to float32 rounding; each with SIMD
 // kernels and tinygrad's (SIMD=0).
 #include <gtest/gtest.h>
 
@@ -34,7 +35,7 @@ const Ref& ref() {
   static Ref r;
   return r;
 }
-constexpr int64_t N = 64, K = 768, R = 3;
+constexpr int64_t N = 64, K = 768, R = 24;
 
 class GgmlDot : public testing::TestWithParam<std::tuple<GGMLType, int>> {};
 

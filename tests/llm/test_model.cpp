@@ -174,10 +174,10 @@ TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   expect_logprobs(m.logits(PROMPT, 0, true, 7), m.config().vocab_size, oracle("quant", PROMPT));
 }
 
-// decode's Q8_0 / Q4_K linears (token by token, under the JIT) as ggml's integer dot products: against the oracle that
-// feeds those linears int8-quantized activations as ggml-cpu does (QUANT_DOT=2; 1, the default: the Q4_K ones only),
-// against the plain dequantized one with QUANT_DOT=0; the oracles differ by far more than either tolerance (the
-// activations' rounding)
+// decode's and the shortest prompts' Q8_0 / Q4_K linears (token by token under the JIT, and chunks of 4 rows) as
+// ggml's integer dot products: against the oracle that feeds those linears int8-quantized activations as ggml-cpu does
+// (QUANT_DOT=2; 1, the default: the Q4_K ones only), against the plain dequantized one with QUANT_DOT=0; the oracles
+// differ by far more than either tolerance (the activations' rounding)
 TEST(LlmModel, QuantDotDecodeMatchesInt8ActivationOracle) {
   NEED_MODELS();
   json both = oracle("kquant", PROMPT, 0, "qdot"), q4k = oracle("kquant", PROMPT, 0, "qdot:Q4_K"), plain = oracle("kquant", PROMPT);
@@ -196,7 +196,10 @@ TEST(LlmModel, QuantDotDecodeMatchesInt8ActivationOracle) {
     EXPECT_EQ(m.gguf().info("blk.0.attn_q.weight").type, gguf::GGMLType::Q4_K);
     EXPECT_EQ(m.gguf().info("blk.1.ffn_down.weight").type, gguf::GGMLType::Q8_0);
     EXPECT_EQ(m.gguf().info("output.weight").type, gguf::GGMLType::Q4_K);
-    expect_logprobs(m.logits(PROMPT, 0, true, 1), m.config().vocab_size, on == 2 ? both : on == 1 ? q4k : plain, on ? 1e-3 : 1e-4);
+    // token by token (decode's kernels), and the prompt in two chunks of 4 rows (x's rows by W's, the second chunk
+    // after the first's keys and values)
+    for (int64_t chunk : {1, 4})
+      expect_logprobs(m.logits(PROMPT, 0, true, chunk), m.config().vocab_size, on == 2 ? both : on == 1 ? q4k : plain, on ? 1e-3 : 1e-4);
   }
 }
 
