@@ -1,10 +1,12 @@
 // The CUDA renderer through the whole pipeline against tinygrad: each kernel AST of tests/data/cuda_cases.txt
 // (tests/tools/gen_cuda_cases.py: elementwise, half/bfloat16/fp8, reduces with GROUPTOP, softmax, matmuls with locals and
-// upcasts, a matvec with GROUP, convolutions) goes through to_program with CUDARenderer's sm_90 caps and the default GPU
-// heuristic; the CUDA C must be tinygrad's byte for byte, and the launch dims and applied opts the same.
+// upcasts, a matvec with GROUP, convolutions, and half/bfloat16 matmuls and convolutions on the mma.sync tensor cores)
+// goes through to_program with CUDARenderer's sm_90 caps and the default GPU heuristic under the case's settings; the
+// CUDA C must be tinygrad's byte for byte, and the launch dims and applied opts the same.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <set>
 
 #include "codegen/pipeline.h"
@@ -40,6 +42,8 @@ TEST(CudaRenderer, MatchesTinygradSource) {
   size_t total = 0, match = 0;
   std::vector<std::string> unexpected, fixed;
   for (auto& c : cases) {
+    std::vector<std::unique_ptr<Context>> case_settings;  // the case's own (TC_OPT=2)
+    for (auto& [k, v] : c.settings) case_settings.push_back(std::make_unique<Context>(std::initializer_list<std::pair<std::string, int64_t>>{{k, v}}));
     for (size_t i = 0; i < c.kernels.size(); i++) {
       const auto& k = c.kernels[i];
       std::string id = c.name + " k" + std::to_string(i), got, err;
@@ -52,6 +56,9 @@ TEST(CudaRenderer, MatchesTinygradSource) {
           EXPECT_EQ(dims(prg->global), field(k.info, "global")) << id;
           EXPECT_EQ(dims(prg->local), field(k.info, "local")) << id;
           EXPECT_EQ(std::to_string(int64_t(prg->ops)), field(k.info, "ops")) << id;
+          std::string opts = "(";
+          for (size_t j = 0; j < prg->applied_opts.size(); j++) opts += (j ? ", " : "") + prg->applied_opts[j];
+          EXPECT_EQ(opts + (prg->applied_opts.size() == 1 ? ",)" : ")"), k.info.substr(k.info.find("opts=") + 5)) << id;
         }
       } catch (const std::exception& e) { err = e.what(); }
       bool ok = err.empty() && got == k.src;
