@@ -45,16 +45,22 @@ CASES = {
   "fp8_to_float": lambda: E(512, dtype=dtypes.fp8e4m3).float() * 2,
 }
 
-# half/bfloat16 matmuls and convolutions tinygrad puts on the mma.sync tensor cores: (graph, TC_OPT)
+# half/bfloat16 matmuls and convolutions tinygrad puts on the mma.sync tensor cores, each with the settings it runs under
+# (TC_OPT=2: padded and several reduce axes; TC=2: the tensor core's shape without WMMA; TC=0: none; TC_SELECT: the
+# renderer's 4th core, the 8x16x8 half one; ALLOW_TF32=1: a float matmul on the tf32 core)
 H, BF = dtypes.half, dtypes.bfloat16
 TC_CASES = {
-  "tc_half_matmul": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), 0),
-  "tc_half_out": (lambda: E(64, 64, dtype=H) @ E(64, 64, dtype=H), 0),
-  "tc_half_256": (lambda: E(256, 256, dtype=H).matmul(E(256, 256, dtype=H), dtype=dtypes.float), 0),
-  "tc_bf16_matmul": (lambda: E(256, 256, dtype=BF).matmul(E(256, 256, dtype=BF), dtype=dtypes.float), 0),
-  "tc_conv1x1": (lambda: E(1, 32, 16, 16, dtype=H).conv2d(E(32, 32, 1, 1, dtype=H), dtype=dtypes.float), 0),
-  "tc_conv3x3": (lambda: E(1, 16, 16, 16, dtype=H).conv2d(E(32, 16, 3, 3, dtype=H), dtype=dtypes.float), 2),
-  "tc_pad": (lambda: E(60, 64, dtype=H).matmul(E(64, 56, dtype=H), dtype=dtypes.float), 2),
+  "tc_half_matmul": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {}),
+  "tc_half_out": (lambda: E(64, 64, dtype=H) @ E(64, 64, dtype=H), {}),
+  "tc_half_256": (lambda: E(256, 256, dtype=H).matmul(E(256, 256, dtype=H), dtype=dtypes.float), {}),
+  "tc_bf16_matmul": (lambda: E(256, 256, dtype=BF).matmul(E(256, 256, dtype=BF), dtype=dtypes.float), {}),
+  "tc_conv1x1": (lambda: E(1, 32, 16, 16, dtype=H).conv2d(E(32, 32, 1, 1, dtype=H), dtype=dtypes.float), {}),
+  "tc_conv3x3": (lambda: E(1, 16, 16, 16, dtype=H).conv2d(E(32, 16, 3, 3, dtype=H), dtype=dtypes.float), {"TC_OPT": 2}),
+  "tc_pad": (lambda: E(60, 64, dtype=H).matmul(E(64, 56, dtype=H), dtype=dtypes.float), {"TC_OPT": 2}),
+  "tc_shape_only": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC": 2}),
+  "tc_off": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC": 0}),
+  "tc_select_8168": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC_SELECT": 3}),
+  "tc_tf32": (lambda: E(64, 64) @ E(64, 64), {"ALLOW_TF32": 1}),
 }
 
 def dump(name, make, ren, settings=""):
@@ -86,5 +92,5 @@ if __name__ == "__main__":
   ren = CUDARenderer(Target(device="CUDA", arch="sm_90"))
   with Context(NOOPT=0):
     for name, make in CASES.items(): dump(name, make, ren)
-  for name, (make, tc_opt) in TC_CASES.items():
-    with Context(NOOPT=0, TC_OPT=tc_opt): dump(name, make, ren, f" TC_OPT={tc_opt}" if tc_opt else "")
+  for name, (make, settings) in TC_CASES.items():
+    with Context(NOOPT=0, **settings): dump(name, make, ren, "".join(f" {k}={v}" for k, v in settings.items()))
