@@ -5,10 +5,13 @@
 // CUDA C must be tinygrad's byte for byte, and the launch dims and applied opts the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 
+#include "codegen/opt/search.h"
 #include "codegen/pipeline.h"
 #include "codegen_cases.h"
 #include "support/parse.h"
@@ -75,4 +78,42 @@ TEST(CudaRenderer, MatchesTinygradSource) {
   std::printf("cuda: %zu/%zu kernels byte-identical to tinygrad\n", match, total);
   for (auto& u : unexpected) ADD_FAILURE() << "does not match tinygrad: " << u;
   for (auto& f : fixed) ADD_FAILURE() << "matches now, remove from kKnownGaps: " << f;
+}
+
+// BEAM's actions on a half matmul for CUDARenderer's sm_90 caps: of tinygrad's 10 tensor-core ones, the two on axis 0
+// (TC_OPT 0 and 2) apply, at tinygrad's action numbers 144 and 145, each leaving tinygrad's axes (its get_kernel_actions
+// on this AST: g0 g1 w0 u0 u1 R0 r0 of 4 8 32 2 2 4 2, the swizzle having moved three of K's unrolls into the warp);
+// TC=0 leaves them out, and a float matmul (no tf32 without ALLOW_TF32) takes none
+TEST(CudaRenderer, BeamActionsIncludeTheTensorCores) {
+  CUDARenderer ren("sm_90");
+  UOp half_mm, float_mm;
+  for (auto& c : codegen_cases::load("cuda_cases.txt")) {
+    if (c.name == "tc_half_matmul") half_mm = parse_uop(c.kernels.at(0).ast);
+    if (c.name == "matmul") float_mm = parse_uop(c.kernels.at(0).ast);
+  }
+  ASSERT_TRUE(half_mm && float_mm);
+  auto tc_actions = [&](const UOp& ast) {
+    Scheduler k(ast, caps_of(ren));
+    k.convert_loop_to_global();
+    std::map<int, Scheduler> out;
+    for (auto& [i, s] : get_kernel_actions(k, false))
+      if (!s.applied_opts.empty() && s.applied_opts[0].op == OptOps::TC) out.emplace(i, s);
+    return out;
+  };
+  auto tcs = tc_actions(half_mm);
+  ASSERT_EQ(tcs.size(), 2u);
+  int n = 0;
+  for (auto& [i, s] : tcs) {
+    EXPECT_EQ(i, 144 + n);
+    EXPECT_EQ(s.applied_opts[0].arg, Arg(Arg::Ints{-1, 2 * n++, 1}));
+    ASSERT_TRUE(s.tensor_core.has_value());
+    EXPECT_EQ(s.tensor_core->str(), "WMMA_8_16_16_half_float");
+    EXPECT_EQ(s.shape_str(), (std::vector<std::string>{"g0", "g1", "w0", "u0", "u1", "R0", "r0"}));
+    EXPECT_EQ(s.full_shape(), (std::vector<int64_t>{4, 8, 32, 2, 2, 4, 2}));
+  }
+  EXPECT_TRUE(tc_actions(float_mm).empty());
+  {
+    Context off({{"TC", 0}});
+    EXPECT_TRUE(tc_actions(half_mm).empty());
+  }
 }
