@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "tg/error.h"
+
 namespace tg {
 
 namespace {
@@ -104,7 +106,9 @@ template <class... V> std::vector<TensorCore> cat(V... v) {
 }  // namespace
 
 std::vector<TensorCore> cuda_tensor_cores(const std::string& arch) {
-  int ver = arch.size() > 3 ? std::stoi(arch.substr(3)) : 0;
+  if (arch.size() < 5 || arch.rfind("sm_", 0) != 0 || arch.size() > 7 || arch.find_first_not_of("0123456789", 3) != std::string::npos)
+    throw Error("CUDA: '" + arch + "' is not a GPU arch (sm_90, sm_89, ...)");
+  int ver = std::stoi(arch.substr(3));
   if (ver >= 89) return cat(cuda_81616(), cuda_8168_f16(), cuda_8168_tf32(), cuda_81632_f8());
   if (ver >= 80) return cat(cuda_81616(), cuda_8168_f16(), cuda_8168_tf32());
   if (ver >= 75) return cuda_8168_f16();
