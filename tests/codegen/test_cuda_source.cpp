@@ -15,7 +15,10 @@
 #include "codegen/pipeline.h"
 #include "codegen_cases.h"
 #include "support/parse.h"
+#include "runtime/rt_test_util.h"
 #include "tg/context.h"
+#include "util/diskcache.h"
+#include "util/process.h"
 
 using namespace tg;
 
@@ -116,4 +119,27 @@ TEST(CudaRenderer, BeamActionsIncludeTheTensorCores) {
     Context off({{"TC", 0}});
     EXPECT_TRUE(tc_actions(half_mm).empty());
   }
+}
+
+// a BEAM result with a tensor core, as the disk cache keeps it ("op axis arg;" with TC's arg as its three ints), replays
+// to the same kernel the opts give when applied by hand (no device is opened: a cache hit returns first)
+TEST(CudaRenderer, BeamCacheReplaysATensorCoreResult) {
+  TempDir dir;
+  test::ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  CUDARenderer ren("sm_90");
+  UOp ast;
+  for (auto& c : codegen_cases::load("cuda_cases.txt")) if (c.name == "tc_half_matmul") ast = parse_uop(c.kernels.at(0).ast);
+  ASSERT_TRUE(ast);
+  std::string device;
+  for (auto& u : ast.toposort()) if (u.op() == Ops::PARAM && !u.arg().param().device.empty()) device = u.arg().param().device;
+  Scheduler s(ast, caps_of(ren));
+  s.convert_loop_to_global();
+  diskcache_put("beam_search", beam_cache_key(s, ren, 2, device), "1 0 -1 2 1;2 0 4;4 0 2;");
+  Scheduler r = beam_search(s, ren, 2), want = s;
+  for (const Opt& o : {Opt{OptOps::TC, 0, Arg(Arg::Ints{-1, 2, 1})}, Opt{OptOps::UPCAST, 0, Arg(int64_t(4))}, Opt{OptOps::LOCAL, 0, Arg(int64_t(2))}})
+    want.apply_opt(o);
+  ASSERT_EQ(r.applied_opts.size(), 3u);
+  EXPECT_EQ(r.applied_opts, want.applied_opts);
+  ASSERT_TRUE(r.tensor_core.has_value());
+  EXPECT_EQ(r.ast.key(), want.ast.key());
 }
