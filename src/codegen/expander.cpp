@@ -96,7 +96,8 @@ UOp expand_wmma(const std::unordered_map<int64_t, int64_t>& ctx, const UOp& u) {
   const auto& [in0, in1, out0] = *w->upcast_axes;
   WmmaArg na = *w;
   na.upcast_axes.reset();
-  UOp wmma = u.replace({.src = std::vector{contract_axis(ctx, u.src(0), in0), contract_axis(ctx, u.src(1), in1), u.src(2)}, .arg = make_arg(std::move(na))});
+  std::vector<UOp> src{contract_axis(ctx, u.src(0), in0), contract_axis(ctx, u.src(1), in1), u.src(2)};
+  UOp wmma = u.replace({.src = src, .arg = make_arg(std::move(na))});
   return unroll_axis(ctx, wmma, out0);
 }
 }  // namespace

@@ -49,7 +49,8 @@ TEST(CudaRenderer, MatchesTinygradSource) {
   std::vector<std::string> unexpected, fixed;
   for (auto& c : cases) {
     std::vector<std::unique_ptr<Context>> case_settings;  // the case's own (TC_OPT=2)
-    for (auto& [k, v] : c.settings) case_settings.push_back(std::make_unique<Context>(std::initializer_list<std::pair<std::string, int64_t>>{{k, v}}));
+    for (auto& [k, v] : c.settings)
+      case_settings.push_back(std::make_unique<Context>(std::initializer_list<std::pair<std::string, int64_t>>{{k, v}}));
     for (size_t i = 0; i < c.kernels.size(); i++) {
       const auto& k = c.kernels[i];
       std::string id = c.name + " k" + std::to_string(i), got, err;

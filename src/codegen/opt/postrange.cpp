@@ -378,7 +378,8 @@ std::optional<std::vector<UOp>> Scheduler::apply_tc_opt(int64_t use_tensor_cores
     if (ren.device == "CUDA" && tc.dtype_in == dtypes::float_ && !settings().ALLOW_TF32) continue;
     if (!(tc.dtype_in == in0.dtype() && tc.dtype_in == in1.dtype() && tc.dtype_out == reduceop.dtype())) continue;
     // tensor cores have three ranges: X, Y and the reduce
-    std::vector<UOp> in0_ranges = by_id_desc(only_in(in0, in1)), in1_ranges = by_id_desc(only_in(in1, in0)), red_ranges = by_id_desc(tail(reduceop.src(), 1));
+    std::vector<UOp> in0_ranges = by_id_desc(only_in(in0, in1)), in1_ranges = by_id_desc(only_in(in1, in0));
+    std::vector<UOp> red_ranges = by_id_desc(tail(reduceop.src(), 1));
     if (in0_ranges.empty() || in1_ranges.empty() || red_ranges.empty()) continue;
     // the choices are (in1, in0, reduce) in product order, as tinygrad's
     size_t n_choices = in1_ranges.size() * in0_ranges.size() * red_ranges.size();
@@ -443,7 +444,8 @@ std::optional<std::vector<UOp>> Scheduler::apply_tc_opt(int64_t use_tensor_cores
       auto rs = rngs();
       std::array<WmmaArg::Axes, 3> up;
       for (size_t i = 0; i < 3; i++)
-        for (int64_t j = 0; (int64_t(1) << (j + 1)) <= tc.elements_per_thread[i]; j++) up[i].push_back({rs[size_t(base_upcast[size_t(j)])].arg().ints()[0], 2});
+        for (int64_t j = 0; (int64_t(1) << (j + 1)) <= tc.elements_per_thread[i]; j++)  // log2(elements) of them
+          up[i].push_back({rs[size_t(base_upcast[size_t(j)])].arg().ints()[0], 2});
       std::array<WmmaArg::Axes, 3> with_missing = up;
       for (auto& v : with_missing)
         for (size_t k = 0; k < 2; k++)
