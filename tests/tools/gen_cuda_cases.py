@@ -61,6 +61,7 @@ TC_CASES = {
   "tc_off": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC": 0}),
   "tc_select_8168": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC_SELECT": 3}),
   "tc_tf32": (lambda: E(64, 64) @ E(64, 64), {"ALLOW_TF32": 1}),
+  "tc_fp8_matmul": (lambda: E(64, 64, dtype=dtypes.fp8e4m3).matmul(E(64, 64, dtype=dtypes.fp8e4m3), dtype=dtypes.float), {}),
 }
 
 def dump(name, make, ren, settings=""):
