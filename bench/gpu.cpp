@@ -1,6 +1,7 @@
 // A small bench for a GPU device (tools/gpu-check.sh runs it with DEV=CUDA; any DEV works): TinyJit replays of a matmul
-// (fp32 and fp16 in, fp32 accumulation), an elementwise add and a sum, timed on the wall clock after warm-up (each
-// launch waits for its kernel), against a device-to-device copy of the same bytes. Prints GFLOPS and GB/s.
+// (fp32, fp16 and bf16 in, fp32 accumulation: under DEV=CUDA fp16 and bf16 on the mma.sync tensor cores), an elementwise
+// add and a sum, timed on the wall clock after warm-up (each launch waits for its kernel), against a device-to-device
+// copy of the same bytes. Prints GFLOPS and GB/s.
 //   DEV=CUDA build/bench/gpu [N=2048] [reps=10]
 #include <algorithm>
 #include <chrono>
@@ -38,7 +39,7 @@ int run(int argc, char** argv) {
   Device& d = get_device(dev);
   std::printf("device %s, N=%lld, median of %d\n", dev.c_str(), (long long)n, reps);
 
-  for (DType dt : {dtypes::float32, dtypes::float16}) {
+  for (DType dt : {dtypes::float32, dtypes::float16, dtypes::bfloat16}) {
     Tensor a = Tensor::rand({n, n}, dtypes::float32).cast(dt).realize(), b = Tensor::rand({n, n}, dtypes::float32).cast(dt).realize();
     TinyJit<Tensor> mm([](const std::vector<Tensor>& in) { return in[0].matmul(in[1], false, dtypes::float32); });
     double t = median_s([&] { mm(a, b); }, reps);

@@ -3,7 +3,9 @@
 # its driver and NVRTC are there (and stops with what is missing otherwise, before building anything), builds the tests
 # and the bench, then runs with DEV=CUDA: the CUDA runtime tests, the whole conformance suite (against libtorch on the
 # CPU), and bench/gpu (matmul fp32/fp16, add, sum, device copy). Writes each step's output and a summary to
-# $OUT (the device tool's result folder) or build/gpu-check.
+# $OUT (the device tool's result folder) or build/gpu-check. First of the runs: the half/bfloat16 matmuls on the tensor
+# cores (mma.sync, TC=1 and TC_OPT=2's padded ones) against float64 results of libtorch on the CPU (their numerics are
+# untested until this runs), with DEBUG=4 so the log shows the mma.sync kernels they ran.
 #   tools/gpu-check.sh            build (Release, build/) and run everything
 #   tools/gpu-check.sh --no-build run with what build/ already has
 # GPU_CHECK_WITHOUT_GPU=1 skips the driver check (to try the script's other parts on a machine without a GPU)
@@ -67,6 +69,8 @@ step() {  # step NAME TIMEOUT_S COMMAND...
 }
 [ -x build/test_runtime ] || fail "build/test_runtime is missing (run without --no-build)"
 step runtime 120 build/test_runtime --gtest_filter='Cuda*:Nvrtc*'
+step tensor_cores 120 env DEBUG=4 build/test_conformance --gtest_filter='Gemm.HalfAndBfloat16MatmulsOfTheTensorCores'
+note "tensor cores: $(grep -c 'asm("mma.sync' "$out/tensor_cores.log") mma.sync functions in the kernels run (0: none ran on them)"
 step conformance 420 build/test_conformance
 step bench 120 build/bench/gpu 4096 10
 cat "$out/bench.log" >> "$summary"

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/expander.h"
 #include "renderer/cstyle.h"
 #include "uop/movement.h"
 #include "uop/pattern_helpers.h"
@@ -52,11 +53,53 @@ UOp do_devectorize(const UOp& b) {
   }
   return b.op() == STORE ? UOp::group(src) : UOp::stack(src).reshape(*bs);
 }
+int64_t numel(const UOp& u) {
+  int64_t n = 1;
+  for (auto d : *cg_shape(u)) n *= d;
+  return n;
+}
+// a WMMA whose sources' leading axes differ: one WMMA per element of the broadcast leading shape
+UOp broadcast_and_devec_wmma(const UOp& b) {
+  std::vector<Shape> shapes;
+  for (auto& u : b.src()) shapes.push_back(Shape(cg_shape(u)->begin(), cg_shape(u)->end() - 1));
+  if (std::all_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return s == shapes[0]; })) return UOp();
+  Shape shape = broadcast_shape(shapes);
+  std::vector<UOp> expanded, out;
+  for (auto& u : b.src()) {
+    Shape s = shape;
+    s.push_back(cg_shape(u)->back());
+    expanded.push_back(u.expand(s));
+  }
+  const Shape& bs = *cg_shape(b);
+  Shape lead(bs.begin(), bs.end() - 1);
+  std::vector<int64_t> idx(lead.size(), 0);
+  for (int64_t k = 0, total = prod(lead); k < total; k++) {
+    for (int64_t a = int64_t(lead.size()) - 1, rem = k; a >= 0; a--) idx[size_t(a)] = rem % lead[size_t(a)], rem /= lead[size_t(a)];
+    std::vector<UOp> ic, ns;
+    for (auto i : idx) ic.push_back(cint(i));
+    for (auto& x : expanded) ns.push_back(x.index(ic));
+    out.push_back(b.replace({.src = ns}));
+  }
+  return UOp::stack(out).reshape(bs);
+}
+// a WMMA's sources as STACKs of their lanes
+UOp do_stack_wmma(const UOp& u) {
+  if (std::all_of(u.src().begin(), u.src().end(), [](const UOp& x) { return x.op() == STACK || x.op() == WMMA; })) return UOp();
+  std::vector<UOp> src;
+  for (auto& b : u.src()) {
+    if (b.op() == STACK) { src.push_back(b); continue; }
+    std::vector<UOp> lanes;
+    for (int64_t i = 0; i < numel(b); i++) lanes.push_back(b.index({cint(i)}));
+    src.push_back(UOp::stack(lanes));
+  }
+  return u.replace({.src = src});
+}
 }  // namespace
 
 const PatternMatcher& pm_expand_broadcast() {
-  static const PatternMatcher pm = PatternMatcher{
+  static const PatternMatcher pm = pm_wmma_add() + PatternMatcher{
       U(GroupOp::Binary | GroupOp::Ternary | OpSet{STORE}, {}, {}, {}, "x") >> [](M m) { return expand_broadcast(m["x"]); },
+      U(WMMA, {}, {}, {}, "b") >> [](M m) { return broadcast_and_devec_wmma(m["b"]); },
   }.pure();
   return pm;
 }
@@ -89,6 +132,7 @@ const PatternMatcher& devectorizer2() {
   static const PatternMatcher pm = (mop_cleanup() + pm_mops() + PatternMatcher{
       U(GroupOp::Elementwise | OpSet{LOAD, STORE}, {}, {}, {}, "b") >> [](M m) { return do_devectorize(m["b"]); },
       U(INDEX, {}, {V("x")}) >> [](M m) { return m["x"]; },
+      U(WMMA, {}, {}, {}, "u") >> [](M m) { return do_stack_wmma(m["u"]); },
       U(INDEX, {}, {U(OpSet{PARAM, BUFFER}, {}, {}, {}, "b"), U(STACK, {}, {}, {}, "s")}, {}, "x") >> [](M m) {
         std::vector<UOp> out;
         for (auto& u : m["s"].src()) out.push_back(m["x"].replace({.src = std::vector{m["b"], u}}));

@@ -58,6 +58,48 @@ UOp expand_reduce(const UOp& r) {
   UOp p = r.src(0).permute(perm);
   return UOp::make(REDUCE, p.dtype(), cat({p}, range_srcs), Arg(Arg::Ints{r.arg().ints()[0], int64_t(new_axes.size())})).reshape(out);
 }
+std::vector<int64_t> argsort(const std::vector<int64_t>& v) {
+  std::vector<int64_t> idx(v.size());
+  for (size_t i = 0; i < v.size(); i++) idx[i] = int64_t(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] < v[size_t(b)]; });
+  return idx;
+}
+// a WMMA source's expanded axes of `arg` (range id, size) moved last and merged: the lanes one thread holds
+UOp contract_axis(const std::unordered_map<int64_t, int64_t>& ctx, const UOp& u, const WmmaArg::Axes& arg) {
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < u.shape().size(); i++)
+    if (std::none_of(arg.begin(), arg.end(), [&](auto& a) { return ctx.at(a.first) == int64_t(i); })) perm.push_back(int64_t(i));
+  size_t nhead = perm.size();
+  for (auto& [rn, _] : arg) perm.push_back(ctx.at(rn));
+  UOp out = u.permute(perm);
+  Shape shp(out.shape().begin(), out.shape().begin() + nhead);
+  int64_t lanes = 1;
+  for (size_t i = nhead; i < out.shape().size(); i++) lanes *= out.shape()[i];
+  shp.push_back(lanes);
+  return out.reshape(shp);
+}
+// the WMMA's lanes split back into the expanded axes of `arg`, each at its place
+UOp unroll_axis(const std::unordered_map<int64_t, int64_t>& ctx, const UOp& u, const WmmaArg::Axes& arg) {
+  std::vector<int64_t> tail_axes;
+  for (auto& [rn, _] : arg) tail_axes.push_back(ctx.at(rn));
+  Shape shp(u.shape().begin(), u.shape().end() - 1);
+  for (auto& [_, n] : arg) shp.push_back(n);
+  UOp out = u.reshape(shp);
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < shp.size(); i++) if (!has(tail_axes, int64_t(i))) order.push_back(int64_t(i));
+  order.insert(order.end(), tail_axes.begin(), tail_axes.end());
+  return out.permute(argsort(order));
+}
+UOp expand_wmma(const std::unordered_map<int64_t, int64_t>& ctx, const UOp& u) {
+  const WmmaArg* w = wmma_arg(u);
+  if (!w || !w->upcast_axes) return UOp();
+  const auto& [in0, in1, out0] = *w->upcast_axes;
+  WmmaArg na = *w;
+  na.upcast_axes.reset();
+  std::vector<UOp> src{contract_axis(ctx, u.src(0), in0), contract_axis(ctx, u.src(1), in1), u.src(2)};
+  UOp wmma = u.replace({.src = src, .arg = make_arg(std::move(na))});
+  return unroll_axis(ctx, wmma, out0);
+}
 }  // namespace
 
 const PatternMatcher& expander2() {
@@ -75,6 +117,7 @@ const PatternMatcher& expander2() {
         shp[it->second] = n;
         return UOp::stack(vals).reshape(shp);
       },
+      U(WMMA, {}, {}, {}, "u") >> [](M m) { return expand_wmma(m.ctx<std::unordered_map<int64_t, int64_t>>(), m["u"]); },
   } + pm_flatten_range() + mop_cleanup();
   return pm;
 }
@@ -184,8 +227,30 @@ UOp merge_reduce_ends(const UOp& sink) {
 }
 }  // namespace
 
-const PatternMatcher& pm_reduce_local() {
+// an add into a WMMA's result is its accumulator (through the permute and reshape the expander put on it)
+const PatternMatcher& pm_wmma_add() {
   static const PatternMatcher pm = PatternMatcher{
+      (U(WMMA, {}, {}, {}, "wmma") + V("add")) >> [](M m) {
+        const UOp& w = m["wmma"];
+        return UOp::make(WMMA, w.dtype(), {w.src(0), w.src(1), w.src(2) + m["add"]}, w.arg());
+      },
+      (U(PERMUTE, {}, {U(WMMA, {}, {}, {}, "wmma")}, {}, "permute") + V("add")) >> [](M m) {
+        const auto& p = m["permute"].arg().ints();
+        std::vector<int64_t> perm(p.begin(), p.end());
+        return (m["wmma"] + m["add"].permute(argsort(perm))).permute(perm);
+      },
+      (U(PERMUTE, {}, {U(RESHAPE, {}, {U(WMMA, {}, {}, {}, "wmma"), U()}, {}, "reshape")}, {}, "permute") + V("add")) >> [](M m) {
+        const auto& p = m["permute"].arg().ints();
+        std::vector<int64_t> perm(p.begin(), p.end());
+        const UOp& w = m["wmma"];
+        return (w + m["add"].permute(argsort(perm)).reshape(w.shape())).reshape(m["reshape"].shape()).permute(perm);
+      },
+  }.pure();
+  return pm;
+}
+
+const PatternMatcher& pm_reduce_local() {
+  static const PatternMatcher pm = pm_wmma_add() + PatternMatcher{
       U(REDUCE, {}, {}, {}, "x", true) >> [](M m) { return fix_group_for_reduce(m["x"]); },
       U(REDUCE, {}, {U(), U()}, {}, "r", true) >> [](M m) { return reduce_ranges_to_acc(m.ctx<ReduceContext>(), m["r"]); },
       U(REDUCE, {}, {U()}, {}, "r") >> [](M m) { return expand_horizontal_reduce(m["r"]); },

@@ -313,6 +313,9 @@ Estimates estimates_from_uops(const std::vector<UOp>& uops, bool ignore_indexing
       lds += lin_max_numel(u) * u.src(1).dtype().itemsize() * mults;
     } else if (GroupOp::ALU.has(u.op()) && !excluded.count(u.get())) {
       flops += mults * (u.op() == Ops::MULACC ? 2 : 1) * lin_max_numel(u);
+    } else if (u.op() == Ops::WMMA && !excluded.count(u.get())) {  // one thread's share of the N x M x K multiply-adds
+      const WmmaArg* w = wmma_arg(u);
+      flops += 2 * w->dims[0] * w->dims[1] * w->dims[2] / w->threads * mults;
     }
   }
   Estimates e;

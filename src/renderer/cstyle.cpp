@@ -1,6 +1,7 @@
 // C-style renderers (tinygrad's renderer/cstyle.py): string rules per node, one pass over the linearized list.
 #include <cstring>
 #include "renderer/cstyle.h"
+#include "uop/args.h"
 #include "uop/nodemap.h"
 #include "uop/pattern_helpers.h"
 #include "util/env.h"
@@ -87,6 +88,14 @@ std::optional<std::vector<int64_t>> max_shape_impl(const UOp& u) {
       break;
     }
     case SHRINK: r = as_max_shape(u.src(2)); break;  // (buffer, offset, size)
+    case WMMA: {
+      std::vector<std::vector<int64_t>> lead;
+      for (size_t i = 0; i < 3; i++) lead.push_back(std::vector<int64_t>(need(i).begin(), need(i).end() - 1));
+      auto b = broadcast(lead);
+      b.push_back(need(2).back());
+      r = b;
+      break;
+    }
     default:
       if (GroupOp::Unary.has(u.op()) || u.op() == CAST) r = src(0);
       else if (GroupOp::Broadcastable.has(u.op())) {
@@ -145,6 +154,18 @@ std::string truncated(const ConstVal& v, DType dt) {
   return std::to_string(i);
 }
 
+}  // namespace
+
+std::string wmma_name(const UOp& u) {
+  const WmmaArg* w = wmma_arg(u);
+  if (!w) throw Error("renderer: WMMA without its arg");
+  std::string s = "WMMA_" + std::to_string(w->dims[0]) + "_" + std::to_string(w->dims[1]) + "_" + std::to_string(w->dims[2]) + "_" +
+                  std::string(w->dtype_in.c_name()) + "_" + std::string(u.dtype().c_name());
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s;
+}
+
+namespace {
 // Python's str.format with "{}" and "{N}" fields, "{{" and "}}" escapes
 std::string pyformat(const std::string& f, const std::vector<std::string>& args) {
   std::string out;
@@ -300,6 +321,12 @@ PatternMatcher base_rewrite() {
         }
         return emit(m, "(((" + r.abi + r.render_dtype(x.dtype(), 1, AddrSpace::REG) + "(*)(" + types + "))(" + cx(m)[x.src(0)] + "))(" + args +
                            "))" + (x.dtype() == dtypes::void_ ? ";" : ""));
+      },
+
+      // a tensor core op is a call of its prelude function (CUDARenderer::assemble)
+      UPat(WMMA, {}, {}, {}, "x", true) >> [](M m) {
+        const UOp& x = m.root();
+        return emit(m, "__" + wmma_name(x) + "(" + cx(m)[x.src(0)] + ", " + cx(m)[x.src(1)] + ", " + cx(m)[x.src(2)] + ")");
       },
 
       // custom code passes through with its format string

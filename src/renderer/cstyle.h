@@ -174,6 +174,9 @@ class CUDARenderer : public CStyleLanguage {
 std::string render_entry(const std::string& kernel, const std::vector<KernelParam>& params, EntryStyle style,
                          const CStyleLanguage& ren);
 
+// the name of a WMMA's prelude function without its "__": WMMA_8_16_16_half_float (tinygrad's _wmma_name)
+std::string wmma_name(const UOp& u);
+
 // ** properties of linearized nodes the renderer needs (UOp::shape() wants plain CONST shape args; these accept the
 //    casted consts and symbolic SHRINK offsets of lowered programs, and size symbolic dims by their max) **
 const std::optional<Shape>& lin_max_shape(const UOp& u);  // cached on the node

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "renderer/cstyle.h"
+#include "uop/args.h"
 #include "uop/pattern_helpers.h"
 
 namespace tg {
@@ -34,6 +35,7 @@ CUDARenderer::CUDARenderer(std::string arch_) : arch(std::move(arch_)) {
   global_max = {2147483647, 65535, 65535};
   local_max = {1024, 1024, 64};
   shared_max = 49152;
+  tensor_cores = cuda_tensor_cores(arch);
   kernel_typedef = "extern \"C\" __global__ void __launch_bounds__({launch_bounds})";
   smem_prefix = "__shared__ __align__(16) ";
   smem_prefix_for_cast = false;
@@ -98,6 +100,45 @@ std::string CUDARenderer::assemble(const Parts& p, const std::vector<UOp>& uops)
   for (auto& [dt, n] : used)
     if (((n == 4 || n == 8) && (dt == dtypes::float16 || dt == dtypes::bfloat16)) || ((n == 2 || n == 4 || n == 8 || n == 16) && native_fp8(dt)))
       prefix.push_back(render_vector_prefix(dt, n));
+  // a function per tensor core op used: its operands packed in 32-bit registers for the mma.sync PTX
+  std::vector<std::string> seen;
+  for (auto& u : uops) {
+    if (u.op() != WMMA) continue;
+    const WmmaArg* w = wmma_arg(u);
+    std::string name = wmma_name(u);
+    std::array<DType, 3> dts{w->dtype_in, w->dtype_in, u.dtype()};
+    std::array<int64_t, 3> sizes;
+    for (size_t i = 0; i < 3; i++) sizes[i] = lin_max_shape(u.src(i))->back();
+    std::string key = name + "|" + std::to_string(sizes[0]) + "," + std::to_string(sizes[1]) + "," + std::to_string(sizes[2]);
+    if (has(seen, key)) continue;
+    seen.push_back(key);
+    std::array<std::string, 3> t;
+    std::array<int64_t, 3> n;  // 32-bit registers per operand
+    for (size_t i = 0; i < 3; i++) t[i] = render_dtype(dts[i], sizes[i], AddrSpace::REG), n[i] = sizes[i] * dts[i].itemsize() / 4;
+    auto regs = [](int64_t from, int64_t count) {
+      std::string r;
+      for (int64_t i = 0; i < count; i++) r += (i ? ", %" : "%") + std::to_string(from + i);
+      return "{" + r + "}";
+    };
+    auto pk = [](const char* c, const char* p, int64_t count) {
+      std::string r;
+      for (int64_t i = 0; i < count; i++) r += std::string(i ? ", " : "") + c + "(" + p + "_pk[" + std::to_string(i) + "])";
+      return r;
+    };
+    auto in = [](DType d) -> std::string {
+      return d == dtypes::float_ ? "tf32" : d == dtypes::half ? "f16" : d == dtypes::bfloat16 ? "bf16" : d == dtypes::fp8e4m3 ? "e4m3" : "e5m2";
+    };
+    std::string out = u.dtype() == dtypes::half ? "f16" : "f32", di = in(w->dtype_in);
+    prefix.push_back("__device__ " + t[2] + " __" + name + "(" + t[0] + " a, " + t[1] + " b, " + t[2] + " c){\n" +
+                     "  int *a_pk = (int *)(&a), *b_pk = (int *)(&b), *c_pk = (int *)(&c);\n" +
+                     "  asm(\"mma.sync.aligned.m" + std::to_string(w->dims[1]) + "n" + std::to_string(w->dims[0]) + "k" + std::to_string(w->dims[2]) +
+                     ".row.col." + out + "." + di + "." + di + "." + out + "\"\n" +
+                     "      \"" + regs(0, n[2]) + ", " + regs(n[2], n[0]) + ",\"\n" +
+                     "      \"" + regs(n[2] + n[0], n[1]) + ", " + regs(0, n[2]) + ";\"\n" +
+                     "    : " + pk("\"+r\"", "c", n[2]) + "\n" +
+                     "    : " + pk("\"r\"", "a", n[0]) + ", " + pk("\"r\"", "b", n[1]) + ");\n" +
+                     "  return c;\n}");
+  }
   return render_body(p, uops, &prefix);
 }
 

@@ -9,9 +9,7 @@ std::string Renderer::identity() const {
   for (auto* m : {&global_max, &local_max})
     for (int64_t v : *m) s += "," + std::to_string(v);
   s += "|" + std::to_string(shared_max) + "|" + std::to_string(vector_width);
-  for (const TensorCore& tc : tensor_cores)
-    s += "|tc" + std::to_string(tc.dims[0]) + "x" + std::to_string(tc.dims[1]) + "x" + std::to_string(tc.dims[2]) + "/" +
-         std::to_string(tc.threads) + std::string(tc.dtype_in.name()) + std::string(tc.dtype_out.name());
+  for (const TensorCore& tc : tensor_cores) s += "|" + tc.str();
   return s;
 }
 

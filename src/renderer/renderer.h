@@ -7,16 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "tg/dtype.h"
+#include "renderer/tc.h"
 
 namespace tg {
-
-// a matrix unit: dims (N, M, K) of one op, the threads that share it and the dtypes it takes (tinygrad's TensorCore)
-struct TensorCore {
-  std::array<int64_t, 3> dims{};
-  int64_t threads = 0;
-  DType dtype_in, dtype_out;
-};
 
 class Renderer {
  public:

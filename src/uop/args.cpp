@@ -121,6 +121,26 @@ std::string BufferizeOpts::str() const {
          ", removable=" + py_bool(removable) + ")";
 }
 
+// ** WmmaArg **
+
+size_t WmmaArg::hash() const {
+  size_t h = mix(mix(mix(size_t(dims[0]), size_t(dims[1])), size_t(dims[2])), mix(size_t(dtype_in.id), mix(hstr(device), size_t(threads))));
+  if (upcast_axes)
+    for (auto& v : *upcast_axes) for (auto& [a, n] : v) h = mix(mix(h, size_t(a)), size_t(n));
+  return mix(h, upcast_axes.has_value());
+}
+bool WmmaArg::equals(const ArgObject& o) const {
+  auto* w = dynamic_cast<const WmmaArg*>(&o);
+  return w && dims == w->dims && dtype_in == w->dtype_in && device == w->device && threads == w->threads && upcast_axes == w->upcast_axes;
+}
+std::string WmmaArg::str() const {
+  auto pair = [](const std::pair<int64_t, int64_t>& p) { return "(" + std::to_string(p.first) + ", " + std::to_string(p.second) + ")"; };
+  std::string ax = "None";
+  if (upcast_axes) ax = py_tuple(std::vector<Axes>(upcast_axes->begin(), upcast_axes->end()), [&](const Axes& v) { return py_tuple(v, pair); });
+  return "((" + std::to_string(dims[0]) + ", " + std::to_string(dims[1]) + ", " + std::to_string(dims[2]) + "), dtypes." +
+         std::string(dtype_in.name()) + ", " + py_repr(device) + ", " + std::to_string(threads) + ", " + ax + ")";
+}
+
 // ** CallInfo **
 
 size_t CallInfo::hash() const {

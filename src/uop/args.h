@@ -4,6 +4,7 @@
 //
 //   UOp sink = UOp::make(Ops::SINK, dtypes::void_, {store}, make_arg(KernelInfo{.name = "E_4"}));
 //   if (const KernelInfo* ki = kernel_info(sink)) ki->function_name();
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,6 +60,21 @@ struct BufferizeOpts : ArgObject {
   std::string str() const override;
 };
 
+// a WMMA's arg (tinygrad's (dims, dtype_in, device, threads, tc_upcast_axes)): the tensor core's (N, M, K), the dtype of
+// A and B, the device, the threads of the warp, and for A, B and C the (range id, size) axes each thread's lanes run over
+// (the expander contracts A and B over theirs and unrolls C over its own; it drops them then)
+struct WmmaArg : ArgObject {
+  using Axes = std::vector<std::pair<int64_t, int64_t>>;
+  std::array<int64_t, 3> dims{};
+  DType dtype_in;
+  std::string device;
+  int64_t threads = 0;
+  std::optional<std::array<Axes, 3>> upcast_axes;
+  size_t hash() const override;
+  bool equals(const ArgObject& o) const override;
+  std::string str() const override;
+};
+
 // tinygrad prints the gradient function as its id() (None when there is none); aux is not printed and not kept
 // a FUNCTION's own gradient rule: the gradients of its outputs (an empty UOp for an output that has none) and the
 // FUNCTION itself -> one gradient per argument (an empty UOp where an argument gets none)
@@ -88,6 +104,7 @@ template <class T> const T* arg_as(const UOp& u) {
 inline const KernelInfo* kernel_info(const UOp& u) { return arg_as<KernelInfo>(u); }
 inline const BufferizeOpts* bufferize_opts(const UOp& u) { return arg_as<BufferizeOpts>(u); }
 inline const CallInfo* call_info(const UOp& u) { return arg_as<CallInfo>(u); }
+inline const WmmaArg* wmma_arg(const UOp& u) { return arg_as<WmmaArg>(u); }
 
 std::string py_repr(const std::string& s);  // Python's repr of a str: 'abc', "it's"
 std::string_view addrspace_name(AddrSpace a);  // "GLOBAL"

@@ -475,6 +475,17 @@ std::optional<Shape> compute_shape(const UOp& u, std::shared_ptr<const std::stri
       if (n < 0 || n > int64_t(ps.size())) throw Error("REDUCE: invalid number of axes " + std::to_string(n));
       return Shape(ps.begin() + n, ps.end());
     }
+    case WMMA: {  // the sources' leading axes broadcast, then the accumulator's lanes
+      std::vector<Shape> lead;
+      for (size_t i = 0; i < 3; i++) {
+        Shape s = src_shape(i);
+        if (s.empty()) throw Error("WMMA: source " + std::to_string(i) + " has no lanes");
+        lead.push_back(Shape(s.begin(), s.end() - 1));
+      }
+      Shape r = broadcast_shapes(WMMA, lead);
+      r.push_back(src_shape(2).back());
+      return r;
+    }
     default: break;
   }
   if (GroupOp::Unary.has(u.op()) || u.op() == CAST) return src_shape(0);

@@ -37,6 +37,10 @@ struct Settings {
   int64_t NO_MEMORY_PLANNER = 0;             // 1: every intermediate buffer its own allocation
   int64_t CPU_VECTOR_WIDTH = 0;              // ours: floats per vector register of SIMD CPU kernels, 8 (AVX2) or 16 (AVX-512); 0: the host's
   int64_t PREFETCH = 1;                      // ours: SIMD CPU kernels streaming a matrix prefetch the next block (0: off)
+  int64_t TC = 1;                            // tensor cores: 0 off, 1 on, 2 their kernel shape without the WMMA op
+  int64_t TC_SELECT = -1;                    // the renderer's tensor core to use (-1: the first that fits)
+  int64_t TC_OPT = 0;                        // 1: tensor cores on several reduce axes and casted inputs, 2: also padded
+  int64_t ALLOW_TF32 = 0;                    // CUDA: float matmuls may use the tf32 tensor cores
 
   // ** knobs that change no kernel **
   int64_t DEBUG = 0;              // 1 schedule, 2 kernel timings, 3 opts, 4 source, 5 ASTs

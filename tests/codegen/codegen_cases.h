@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tg::codegen_cases {
@@ -14,6 +15,7 @@ struct Kernel {
 struct Case {
   std::string name;
   bool noopt = false;
+  std::vector<std::pair<std::string, int64_t>> settings;  // after NOOPT on the CASE line: TC_OPT=2
   std::string graph;
   std::vector<Kernel> kernels;
 };
@@ -36,7 +38,8 @@ inline std::vector<Case> load(const std::string& file = "codegen_cases.txt") {
     if (tag == "CASE") {
       std::string nm, no;
       ls >> nm >> no;
-      out.push_back(Case{nm, no == "NOOPT=1", "", {}});
+      out.push_back(Case{nm, no == "NOOPT=1", {}, "", {}});
+      for (std::string kv; ls >> kv;) out.back().settings.emplace_back(kv.substr(0, kv.find('=')), std::stoll(kv.substr(kv.find('=') + 1)));
       add(nullptr);
     } else if (tag == "GRAPH") add(&out.back().graph);
     else if (tag == "KERNEL") { out.back().kernels.emplace_back(); add(nullptr); }

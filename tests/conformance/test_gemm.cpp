@@ -165,3 +165,36 @@ TEST(Gemm, EpiloguesOverBigPanels) {
       }
     }
 }
+
+// half and bfloat16 matmuls, with a float32 result (matmul's dtype) or their own, against libtorch in double from the same
+// rounded inputs (a wrong lane of a tensor core's swizzle is off by about the values themselves, sqrt(k / 3)). On DEV=CUDA these are the kernels on the mma.sync tensor cores (TC=1; TC_OPT=2 pads 60 x 56 to them),
+// with NVRTC_CHECK=sm_90 they are compiled for them; on the CPU and on OpenCL the same graphs without tensor cores
+TEST(Gemm, HalfAndBfloat16MatmulsOfTheTensorCores) {
+  struct Shape3 { int64_t m, k, n; };
+  tg::CUDARenderer cuda("sm_90");
+  for (DType dt : {dtypes::float16, dtypes::bfloat16})
+    for (Shape3 s : {Shape3{64, 64, 64}, Shape3{128, 256, 32}, Shape3{60, 64, 56}})
+      for (int64_t tc_opt : {0, 2}) {
+        tg::Context ctx({{"TC_OPT", tc_opt}});
+        Pair a = input({s.m, s.k}, dt, -1, 1, 11), b = input({s.k, s.n}, dt, -1, 1, 12);
+        at::Tensor want = at::matmul(a.a.to(at::kDouble), b.a.to(at::kDouble));
+        // tinygrad's matmul multiplies in the inputs' dtype (the CPU rounds each product to it; a tensor core keeps it
+        // exact) and sums in float: k roundings of products below 1, about sqrt(k) of them in all, then the result's own
+        double ulp = dt == dtypes::float16 ? 0x1p-11 : 0x1p-8, big = want.abs().max().item<double>();
+        double tol = 4 * std::sqrt(double(s.k)) * ulp + 1e-6 * double(s.k) + 1e-5;
+        std::string what = std::string(dt.name()) + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                           " TC_OPT=" + std::to_string(tc_opt);
+        // what DEV=CUDA runs: the kernel on the tensor cores, where TC_OPT allows (60 x 56 is padded only under 2)
+        std::string cuda_src;
+        tg::UOp sched = tg::schedule_linear({a.t.matmul(b.t, false, dtypes::float32)});
+        for (auto& c : sched.src())
+          if (c.src(0).op() == tg::Ops::SINK) cuda_src += tg::to_program(c.src(0), cuda)->kernel.src;
+        EXPECT_EQ(cuda_src.find("mma.sync.aligned.m16n8k16") != std::string::npos, s.m % 16 == 0 || tc_opt == 2) << what;
+        at::Tensor f = to_torch(a.t.matmul(b.t, false, dtypes::float32));
+        EXPECT_EQ(f.scalar_type(), at::kFloat) << what;
+        EXPECT_LE((f.to(at::kDouble) - want).abs().max().item<double>(), tol) << what;
+        at::Tensor h = to_torch(a.t.matmul(b.t));
+        EXPECT_EQ(h.scalar_type(), a.a.scalar_type()) << what;
+        EXPECT_LE((h.to(at::kDouble) - want).abs().max().item<double>(), big * ulp + tol) << what;
+      }
+}

@@ -51,7 +51,8 @@ TEST(CudaDevice, ListedAndSaysWhatIsMissing) {
 }
 
 // tinygrad's CUDA C for the kernels of tests/data/cuda_cases.txt (elementwise, half, bfloat16, GROUPTOP reduces, matmuls
-// with locals, a GROUP matvec, convolutions) compiles with NVRTC to an sm_90 CUBIN without a warning
+// with locals, a GROUP matvec, convolutions, matmuls and convolutions on the mma.sync tensor cores: f16, bf16, tf32 and
+// e4m3 in) compiles with NVRTC to an sm_90 CUBIN without a warning
 TEST(Nvrtc, CompilesTinygradsKernelsToCubin) {
   NvrtcCompiler c("sm_90");
   size_t n = 0;

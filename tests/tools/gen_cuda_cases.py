@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Writes tests/data/cuda_cases.txt: small Tensor graphs, and for each kernel tinygrad schedules for them, the kernel AST
-# with what tinygrad's to_program makes of it for its CUDARenderer (sm_90, no tensor cores): the CUDA C source, the
-# launch dims and the applied opts, with the default (GPU) heuristic: locals, GROUPTOP, upcasts. Same format as
-# codegen_cases.txt (tests/codegen/codegen_cases.h reads both). For tests/renderer/test_cuda.cpp.
+# with what tinygrad's to_program makes of it for its CUDARenderer (sm_90, with its tensor cores): the CUDA C source, the
+# launch dims and the applied opts, with the default (GPU) heuristic: tensor cores, locals, GROUPTOP, upcasts. Same
+# format as codegen_cases.txt (tests/codegen/codegen_cases.h reads both); a case's settings follow NOOPT=0 on its CASE
+# line (TC_CASES: TC_OPT=2 lets the tensor cores pad and take several reduce axes). For tests/codegen/test_cuda_source.cpp.
 # Run against tinygrad at the reference commit (no GPU needed: tinygrad renders for CUDA without one):
 #   PYTHONPATH=/path/to/tinygrad python3 tests/tools/gen_cuda_cases.py > tests/data/cuda_cases.txt
 from tinygrad import Tensor, dtypes
@@ -44,11 +45,30 @@ CASES = {
   "fp8_to_float": lambda: E(512, dtype=dtypes.fp8e4m3).float() * 2,
 }
 
-def dump(name, make, ren):
+# half/bfloat16 matmuls and convolutions tinygrad puts on the mma.sync tensor cores, each with the settings it runs under
+# (TC_OPT=2: padded and several reduce axes; TC=2: the tensor core's shape without WMMA; TC=0: none; TC_SELECT: the
+# renderer's 4th core, the 8x16x8 half one; ALLOW_TF32=1: a float matmul on the tf32 core)
+H, BF = dtypes.half, dtypes.bfloat16
+TC_CASES = {
+  "tc_half_matmul": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {}),
+  "tc_half_out": (lambda: E(64, 64, dtype=H) @ E(64, 64, dtype=H), {}),
+  "tc_half_256": (lambda: E(256, 256, dtype=H).matmul(E(256, 256, dtype=H), dtype=dtypes.float), {}),
+  "tc_bf16_matmul": (lambda: E(256, 256, dtype=BF).matmul(E(256, 256, dtype=BF), dtype=dtypes.float), {}),
+  "tc_conv1x1": (lambda: E(1, 32, 16, 16, dtype=H).conv2d(E(32, 32, 1, 1, dtype=H), dtype=dtypes.float), {}),
+  "tc_conv3x3": (lambda: E(1, 16, 16, 16, dtype=H).conv2d(E(32, 16, 3, 3, dtype=H), dtype=dtypes.float), {"TC_OPT": 2}),
+  "tc_pad": (lambda: E(60, 64, dtype=H).matmul(E(64, 56, dtype=H), dtype=dtypes.float), {"TC_OPT": 2}),
+  "tc_shape_only": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC": 2}),
+  "tc_off": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC": 0}),
+  "tc_select_8168": (lambda: E(64, 64, dtype=H).matmul(E(64, 64, dtype=H), dtype=dtypes.float), {"TC_SELECT": 3}),
+  "tc_tf32": (lambda: E(64, 64) @ E(64, 64), {"ALLOW_TF32": 1}),
+  "tc_fp8_matmul": (lambda: E(64, 64, dtype=dtypes.fp8e4m3).matmul(E(64, 64, dtype=dtypes.fp8e4m3), dtype=dtypes.float), {}),
+}
+
+def dump(name, make, ren, settings=""):
   out = make()
   graph = str(out.uop)
   lin = out.schedule_linear()
-  print(f"### CASE {name} NOOPT=0")
+  print(f"### CASE {name} NOOPT=0{settings}")
   print("### GRAPH")
   print(graph)
   k = 0
@@ -71,6 +91,7 @@ def dump(name, make, ren):
 
 if __name__ == "__main__":
   ren = CUDARenderer(Target(device="CUDA", arch="sm_90"))
-  ren.tensor_cores = []  # ours has none yet
   with Context(NOOPT=0):
     for name, make in CASES.items(): dump(name, make, ren)
+  for name, (make, settings) in TC_CASES.items():
+    with Context(NOOPT=0, **settings): dump(name, make, ren, "".join(f" {k}={v}" for k, v in settings.items()))

@@ -1,9 +1,9 @@
-// tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations) for
-// renderers without tensor cores: UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO, the matvec heuristic
-// (TC is not ported).
+// tinygrad's codegen/opt/postrange.py (Scheduler, apply_opts) and opt/heuristic.py (hand_coded_optimizations): TC,
+// UPCAST, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, NOLOCALS, PADTO, SWAP, the tensor-core and matvec heuristics.
 #include "codegen/opt/postrange.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "codegen/opt/search.h"
@@ -70,6 +70,7 @@ RendererCaps caps_of(const CStyleLanguage& ren) {
   c.has_local = ren.has_local, c.has_threads = ren.has_threads && s.THREADS != 0, c.has_shared = ren.has_shared;
   c.global_max0 = ren.has_threads ? s.NUM_CPU_THREADS : ren.global_max[0];
   c.shared_max = ren.shared_max;
+  c.device = ren.device, c.tensor_cores = ren.tensor_cores;
   return c;
 }
 
@@ -197,10 +198,27 @@ std::vector<std::string> Scheduler::colors() const {
   return ret;
 }
 
-std::pair<UOp, UOp> Scheduler::shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top) {
+std::vector<std::string> Scheduler::shape_str() const {
+  std::map<AxisType, int64_t> cnt;
+  std::vector<std::string> ret;
+  for (AxisType t : axis_types()) ret.push_back(std::string(1, axis_letter(t)) + std::to_string(cnt[t]++));
+  return ret;
+}
+std::vector<int64_t> Scheduler::shape_str_to_axis(const std::vector<std::string>& names) const {
+  auto ss = shape_str();
+  std::vector<int64_t> ret;
+  for (auto& n : names) {
+    auto it = std::find(ss.begin(), ss.end(), n);
+    check(it != ss.end(), "no axis " + n);
+    ret.push_back(int64_t(it - ss.begin()));
+  }
+  return ret;
+}
+
+std::pair<UOp, UOp> Scheduler::shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top, const UOp& input_new_rng) {
   UOp old_sz = rng.src(0).divides(amount);
   if (!old_sz) throw KernelOptError(std::to_string(amount) + " can't divide " + rng.src(0).render());
-  UOp new_rng = UOp::range(amount, opt_range_++, new_type, rng.dtype());
+  UOp new_rng = input_new_rng ? input_new_rng : UOp::range(amount, opt_range_++, new_type, rng.dtype());
   UOp replaced = rng.replace({.src = std::vector{old_sz}});
   UOp sub = top ? new_rng * old_sz + replaced : replaced * amount + new_rng;
   ast = ast.substitute({{rng, sub}});
@@ -256,6 +274,7 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
       }
     }
     if (grouping) {
+      for (auto& o : applied_opts) check(o.op != OptOps::TC, "no grouping with tensor cores");
       check(!dont_use_locals, "can't use locals");
       check(t == AxisType::REDUCE, "group is for reduce");
     }
@@ -280,6 +299,17 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
     AxisType nt = opt.op == OptOps::UPCAST ? AxisType::UPCAST : opt.op == OptOps::UNROLL ? AxisType::UNROLL
                 : opt.op == OptOps::LOCAL ? AxisType::LOCAL : grouping ? AxisType::GROUP_REDUCE : AxisType::THREAD;
     ret = shift_to(rng, amt, nt, opt.op == OptOps::THREAD || opt.op == OptOps::GROUPTOP);
+  } else if (opt.op == OptOps::TC) {
+    check(applied_opts.empty(), "tensor core opts must be first");
+    check(opt.axis.has_value(), "tensor core opts must have an axis");
+    check(opt.arg.is<Arg::Ints>() && opt.arg.ints().size() == 3, "tensor core opts must have valid arg");
+    int64_t tc_select = opt.arg.ints()[0], tc_opt = opt.arg.ints()[1], use_tc = opt.arg.ints()[2];
+    check(-1 <= tc_select && tc_select < int64_t(ren.tensor_cores.size()), "tensor core opts must have valid tc_select");
+    check(0 <= tc_opt && tc_opt <= 2, "tensor core opts must have valid tc_opt");
+    check(0 < use_tc && use_tc <= 2, "use_tensor_cores value is not valid");
+    auto axes = apply_tc_opt(use_tc, *opt.axis, tc_select, tc_opt);
+    check(axes.has_value(), "no tensor core available");
+    ret = std::pair{(*axes)[0], (*axes)[1]};  // what is left of the N and M ranges (the heuristic upcasts them)
   } else if (opt.op == OptOps::PADTO) {
     check(rng.src(0).op() == CONST, "only pad const axes");
     check(axis_type(rng) != AxisType::UPCAST && axis_type(rng) != AxisType::UNROLL, "cannot pad upcasted");
@@ -294,7 +324,7 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
     for (auto& b : bufs()) {
       if (!b.src(1).get_idx().in_backward_slice_with_self(rng)) continue;
       UOp nb = b.replace({.src = std::vector{b.src(0), b.src(1).get_idx().valid(valid & b.src(1).get_valid())}});
-      replaces[b] = has(store_targets, b) ? nb : valid.where(nb, UOp::make(CONST, b.dtype(), {}, Arg(ConstVal::invalid())));
+      replaces[b] = has(store_targets, b) ? nb : valid.where(nb, UOp::invalid());
     }
     ast = ast.substitute(replaces);
   } else if (opt.op == OptOps::SWAP) {
@@ -319,6 +349,125 @@ std::optional<std::pair<UOp, UOp>> Scheduler::apply_opt(const Opt& opt, bool app
   }
   if (append_opt) applied_opts.push_back(opt);
   return ret;
+}
+
+// tinygrad's _apply_tc_opt: the reduce's MUL(A, B) over the tensor core's N (B's own range), M (A's) and K (the reduce)
+// ranges, each padded to the core's dims where TC_OPT=2 allows, shaped by its opts: the "l" axes become the warp's
+// threads (one WARP range split in bits), the "u" axes upcasts, K log2(K) unrolls of 2. Then A and B are permuted as the
+// swizzle says and the reduce becomes a WMMA over the per-thread lanes (a REDUCE of it over what K is left)
+std::optional<std::vector<UOp>> Scheduler::apply_tc_opt(int64_t use_tensor_cores, int64_t axis, int64_t tc_select, int64_t opt_level) {
+  auto reds = reduceops();
+  if (reds.empty()) throw KernelOptError("no reduce ops for TensorCore");
+  UOp reduceop = reds[0];
+  if (!use_tensor_cores || reduce_op(reduceop) != ADD) return std::nullopt;
+  UOp mul = reduceop.src(0).op() == CAST ? reduceop.src(0).src(0) : reduceop.src(0);
+  if (mul.op() != MUL) return std::nullopt;
+  UOp in0 = mul.src(0), in1 = mul.src(1);
+  if (tc_select >= int64_t(ren.tensor_cores.size())) throw KernelOptError("invalid tensor core choice " + std::to_string(tc_select));
+  std::vector<TensorCore> cores = tc_select == -1 ? ren.tensor_cores : std::vector{ren.tensor_cores[size_t(tc_select)]};
+  auto by_id_desc = [](std::vector<UOp> v) {
+    std::stable_sort(v.begin(), v.end(), [](const UOp& a, const UOp& b) { return a.arg().ints()[0] > b.arg().ints()[0]; });
+    return v;
+  };
+  auto only_in = [](const UOp& a, const UOp& b) {
+    std::vector<UOp> out, br = b.ranges();
+    for (auto& r : a.ranges()) if (!has(br, r)) out.push_back(r);
+    return out;
+  };
+  for (const TensorCore& tc : cores) {
+    if (ren.device == "CUDA" && tc.dtype_in == dtypes::float_ && !settings().ALLOW_TF32) continue;
+    if (!(tc.dtype_in == in0.dtype() && tc.dtype_in == in1.dtype() && tc.dtype_out == reduceop.dtype())) continue;
+    // tensor cores have three ranges: X, Y and the reduce
+    std::vector<UOp> in0_ranges = by_id_desc(only_in(in0, in1)), in1_ranges = by_id_desc(only_in(in1, in0));
+    std::vector<UOp> red_ranges = by_id_desc(tail(reduceop.src(), 1));
+    if (in0_ranges.empty() || in1_ranges.empty() || red_ranges.empty()) continue;
+    // the choices are (in1, in0, reduce) in product order, as tinygrad's
+    size_t n_choices = in1_ranges.size() * in0_ranges.size() * red_ranges.size();
+    if (axis < 0 || size_t(axis) >= n_choices) continue;
+    size_t a = size_t(axis);
+    std::vector<UOp> axes = {in1_ranges[a / (in0_ranges.size() * red_ranges.size())], in0_ranges[a / red_ranges.size() % in0_ranges.size()],
+                             red_ranges[a % red_ranges.size()]};
+    for (size_t i = 0; i < 2; i++) check(axis_type(axes[i]) != AxisType::REDUCE, "tensor core X/Y axes can't be REDUCE");
+    ast = ast.substitute({{reduceop, reduceop.replace({.tag = Arg("TC")})}});
+    try {
+      for (size_t i = 0; i < 3; i++) {
+        auto rs = rngs();
+        int64_t idx = std::find(rs.begin(), rs.end(), axes[i]) - rs.begin();
+        if ((axes[i].vmax().as_int() + 1) % tc.dims[i] == 0) continue;
+        if (opt_level < 2) throw KernelOptError("tc padding requires opt_level >= 2");
+        apply_opt(Opt{OptOps::PADTO, idx, Arg(tc.dims[i])}, false);
+        axes[i] = rngs()[size_t(idx)];
+      }
+    } catch (const KernelOptError&) { continue; }
+    // the warp is made whole, in case some of its bits are moved or removed later
+    UOp warp = UOp::range(tc.threads, -1, AxisType::WARP);
+    std::vector<UOp> ne;
+    for (auto& o : tc.opts) {
+      size_t d = size_t(o[1] - '0');
+      UOp new_range;
+      if (o[0] == 'l') {
+        std::tie(axes[d], new_range) = shift_to(axes[d], 2, AxisType::LOCAL, false, warp % 2);
+        warp = warp / 2;
+      } else {
+        std::tie(axes[d], new_range) = shift_to(axes[d], 2, AxisType::UPCAST);
+      }
+      ne.push_back(new_range);
+    }
+    for (int64_t i = 0; i < tc.reduce_axes(); i++) {
+      UOp new_range;
+      std::tie(axes[2], new_range) = shift_to(axes[2], 2, AxisType::UNROLL);
+      ne.push_back(new_range);
+    }
+    if (use_tensor_cores != 2) {
+      UOp red;
+      for (auto& x : ast.toposort()) if (x.op() == REDUCE && x.tag() == Arg("TC")) red = x;
+      // A and B with the opt axes permuted as the swizzle says (through tagged copies, so no swap is seen twice)
+      std::unordered_map<UOp, UOp> to_tagged;
+      std::vector<UOp> tne;
+      for (auto& x : ne) tne.push_back(x.replace({.tag = Arg(int64_t(1))})), to_tagged[x] = tne.back();
+      UOp tagged = red.substitute(to_tagged);
+      UOp m = tagged.src(0).op() == CAST ? tagged.src(0).src(0) : tagged.src(0);
+      auto perms = tc.permutes_for_shape_str(tc.base_shape_str());
+      std::vector<UOp> srcs;
+      for (size_t k = 0; k < 2; k++) {
+        std::vector<int64_t> order(perms[k].size());
+        for (size_t i = 0; i < order.size(); i++) order[i] = int64_t(i);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return perms[k][x] < perms[k][y]; });  // argsort
+        std::unordered_map<UOp, UOp> back;
+        for (size_t i = 0; i < tne.size(); i++) back[tne[i]] = ne[size_t(order[i])];
+        srcs.push_back(m.src(k).substitute(back));
+      }
+      // the reduce and upcast axes of the tensor core, as range ids
+      std::vector<std::string> rnames;
+      for (int64_t i = 0; i < tc.reduce_axes(); i++) rnames.push_back("r" + std::to_string(i));
+      std::vector<int64_t> tc_reduce_axes = shape_str_to_axis(rnames), base_upcast = shape_str_to_axis(tc.base_upcast_axes());
+      auto rs = rngs();
+      std::array<WmmaArg::Axes, 3> up;
+      for (size_t i = 0; i < 3; i++)
+        for (int64_t j = 0; (int64_t(1) << (j + 1)) <= tc.elements_per_thread[i]; j++)  // log2(elements) of them
+          up[i].push_back({rs[size_t(base_upcast[size_t(j)])].arg().ints()[0], 2});
+      std::array<WmmaArg::Axes, 3> with_missing = up;
+      for (auto& v : with_missing)
+        for (size_t k = 0; k < 2; k++)
+          for (auto& [rn, _] : up[k])
+            if (std::none_of(v.begin(), v.end(), [&](auto& p) { return p.first == rn; })) v.push_back({rn, 1});
+      std::vector<int64_t> reduce_ids;
+      for (auto i : tc_reduce_axes) reduce_ids.push_back(rs[size_t(i)].arg().ints()[0]);
+      std::vector<UOp> zeros(size_t(tc.elements_per_thread[2]), UOp::const_(ConstVal(0.0), tc.dtype_out));
+      WmmaArg wa;
+      wa.dims = tc.dims, wa.dtype_in = srcs[0].dtype(), wa.device = ren.device, wa.threads = tc.threads, wa.upcast_axes = with_missing;
+      UOp tc_uop = UOp::make(WMMA, tc.dtype_out, {srcs[0], srcs[1], UOp::stack(zeros)}, make_arg(std::move(wa)));
+      // the reduce ranges the tensor core does not take stay a REDUCE around it
+      std::vector<UOp> reduce_ranges;
+      for (auto& x : UOp::sink(tail(red.src(), 1)).toposort())
+        if (x.op() == RANGE && !has(reduce_ids, x.arg().ints()[0])) reduce_ranges.push_back(x);
+      if (!reduce_ranges.empty()) tc_uop = UOp::make(REDUCE, tc_uop.dtype(), pat::cat({tc_uop}, reduce_ranges), Arg(Arg::Ints{int64_t(ADD), 0}));
+      ast = ast.substitute({{red, tc_uop}});
+    }
+    tensor_core = tc;
+    return axes;
+  }
+  return std::nullopt;
 }
 
 UOp Scheduler::get_optimized_ast(std::optional<std::string> name_override) {
@@ -767,6 +916,31 @@ bool transcendental_lanes(Scheduler& k) {
 }
 
 Scheduler hand_coded_optimizations(const Scheduler& k0) {
+  // tensor cores first (unless TC_OPT >= 1, only on a kernel of one reduce axis): on the first of the 3 axis choices
+  // that takes one, N and M are upcast by the largest of 5, 4, 3, 2 that divides them and N made local by 4 or 2
+  const Settings& st = settings();
+  if (st.TC > 0 && !k0.ren.tensor_cores.empty() && (k0.axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE}).size() == 1 || st.TC_OPT >= 1)) {
+    for (int64_t axis = 0; axis < 3; axis++) {
+      Scheduler tk = k0;
+      std::optional<std::pair<UOp, UOp>> r;
+      try { r = tk.apply_opt(Opt{OptOps::TC, axis, Arg(Arg::Ints{st.TC_SELECT, st.TC_OPT, st.TC})}); } catch (const KernelOptError&) { continue; }
+      std::array<UOp, 2> nm = {r->first, r->second};
+      for (size_t d : {1, 0})
+        for (int64_t sz : {5, 4, 3, 2}) {
+          if (!nm[d].src(0).divides(sz)) continue;
+          auto rs = tk.rngs();
+          nm[d] = tk.apply_opt(Opt{OptOps::UPCAST, std::find(rs.begin(), rs.end(), nm[d]) - rs.begin(), Arg(sz)})->first;
+          break;
+        }
+      for (int64_t sz : {4, 2}) {
+        if (!nm[0].src(0).divides(sz)) continue;
+        auto rs = tk.rngs();
+        tk.apply_opt(Opt{OptOps::LOCAL, std::find(rs.begin(), rs.end(), nm[0]) - rs.begin(), Arg(sz)});
+        break;
+      }
+      return tk;
+    }
+  }
   Scheduler k = k0;
   // a matrix-vector product on a GPU (a sum of products of two loads, the reduce range in the first one's index): 8
   // work-items share a row (GROUP), 4 rows per group (LOCAL), 4 rows per work-item (UPCAST); MV_* env as in tinygrad

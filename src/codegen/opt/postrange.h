@@ -19,6 +19,8 @@ struct RendererCaps {  // the renderer's caps (renderer/renderer.h) under the cu
   int64_t global_max0 = 1;  // threads (CPU) or the first global dim's limit
   int64_t shared_max = 32768;
   int64_t vector_width = 0;  // floats per vector register where SIMD=1 shapes CPU kernels (simd_upcast's lanes)
+  std::string device;        // the renderer's device kind ("CUDA": the tf32 tensor cores only with ALLOW_TF32)
+  std::vector<TensorCore> tensor_cores;
 };
 // ren's caps narrowed by the settings: THREADS=0 drops threads, NUM_CPU_THREADS sets their count, SIMD=0 the vector width
 RendererCaps caps_of(const CStyleLanguage& ren);
@@ -30,6 +32,7 @@ class Scheduler {
   RendererCaps ren;
   bool dont_use_locals = false;
   std::vector<Opt> applied_opts;
+  std::optional<TensorCore> tensor_core;  // the one OptOps::TC applied
 
   std::vector<UOp> rngs() const;  // the opt axes, ordered by axis type then axis id
   std::vector<int64_t> full_shape() const;
@@ -39,12 +42,15 @@ class Scheduler {
   std::vector<int64_t> upcastable_dims() const;
   std::vector<int64_t> unrollable_dims() const;
   std::vector<int64_t> output_shape() const;
+  std::vector<std::string> shape_str() const;  // each axis as its type's letter and its count: g0 g1 l0 R0 u0 r0
+  std::vector<int64_t> shape_str_to_axis(const std::vector<std::string>& names) const;
   int64_t upcast_size() const;
   int64_t upcasted() const { return int64_t(axes_of({AxisType::UPCAST, AxisType::UNROLL}).size()); }
   std::vector<UOp> bufs() const;  // INDEX nodes, last first
   std::vector<UOp> reduceops() const;
 
-  std::pair<UOp, UOp> shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top = false);
+  // rng splits into (rng / amount, a new axis of `amount`): the new one is a fresh range, or input_new_rng where given
+  std::pair<UOp, UOp> shift_to(const UOp& rng, int64_t amount, AxisType new_type, bool top = false, const UOp& input_new_rng = UOp());
   std::optional<std::pair<UOp, UOp>> apply_opt(const Opt& opt, bool append_opt = true);
   UOp get_optimized_ast(std::optional<std::string> name_override = std::nullopt);
   void convert_loop_to_global();  // on a renderer with locals, the output loops that can be launched become GLOBAL
@@ -55,6 +61,7 @@ class Scheduler {
   std::vector<UOp> output_rngs() const;
   std::vector<UOp> globalizable_rngs() const;
   std::vector<std::string> colors() const;
+  std::optional<std::vector<UOp>> apply_tc_opt(int64_t use_tensor_cores, int64_t axis, int64_t tc_select, int64_t opt_level);
 };
 
 Scheduler hand_coded_optimizations(const Scheduler& k);

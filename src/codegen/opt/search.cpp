@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -14,6 +16,7 @@
 #include "codegen/pipeline.h"
 #include "runtime/device.h"
 #include "util/diskcache.h"
+#include "util/env.h"
 #include "util/settings.h"
 #include "util/sha256.h"
 
@@ -21,10 +24,10 @@ namespace tg {
 
 namespace {
 
-// tinygrad's list, less tensor cores (no renderer here has them); the rest is refused by apply_opt where unsupported.
-// One list per (BEAM_PADTO, NOLOCALS)
+// tinygrad's list; what a renderer does not support is refused by apply_opt. One list per (BEAM_PADTO, NOLOCALS, TC,
+// TC_OPT): the tensor-core actions carry TC and TC_OPT in their arg
 const std::vector<Opt>& actions() {
-  static const auto make = [](bool padto, bool nolocals) {
+  static const auto make = [](bool padto, bool nolocals, int64_t tc, int64_t tc_opt) {
     std::vector<Opt> r;
     auto add = [&](OptOps op, std::initializer_list<int64_t> amts, int64_t axes) {
       for (int64_t amt : amts) for (int64_t axis = 0; axis < axes; axis++) r.push_back(Opt{op, axis, Arg(amt)});
@@ -36,19 +39,33 @@ const std::vector<Opt>& actions() {
     add(OptOps::GROUP, {0, 4, 8, 16}, 3);
     if (padto) add(OptOps::PADTO, {32}, 7);
     r.push_back(Opt{OptOps::LOCAL, 0, Arg(int64_t(32))}), r.push_back(Opt{OptOps::LOCAL, 6, Arg(int64_t(2))});
+    r.push_back(Opt{OptOps::TC, 0, Arg(Arg::Ints{-1, 0, tc})});
+    for (int64_t axis = 0; axis < 9; axis++) r.push_back(Opt{OptOps::TC, axis, Arg(Arg::Ints{-1, tc_opt, tc})});  // 3 x 3: resnet's convs
     for (int64_t a0 = 0; a0 < 5; a0++) for (int64_t a1 = a0 + 1; a1 < 5; a1++) r.push_back(Opt{OptOps::SWAP, a0, Arg(a1)});
     add(OptOps::THREAD, {2, 3, 4, 5, 8, 12, 16, 24, 32, 64}, 3);
     if (nolocals) r.push_back(Opt{OptOps::NOLOCALS, std::nullopt, Arg()});
     return r;
   };
-  static const std::vector<Opt> lists[4] = {make(false, false), make(false, true), make(true, false), make(true, true)};
-  return lists[(settings().BEAM_PADTO != 0) * 2 + (settings().NOLOCALS != 0)];
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 4>, std::vector<Opt>> lists;
+  const Settings& st = settings();
+  // BEAM's TC_OPT is the environment's, else 2 (tinygrad's getenv("TC_OPT", 2)); the setting's default is the heuristic's 0
+  std::array<int64_t, 4> key{st.BEAM_PADTO != 0, st.NOLOCALS != 0, st.TC, getenv_int("TC_OPT", 2)};
+  std::lock_guard lk(mu);
+  auto it = lists.find(key);
+  if (it == lists.end()) it = lists.emplace(key, make(key[0], key[1], key[2], key[3])).first;
+  return it->second;
 }
 
-// the opts as "OP axis arg;..." (every arg of the action list is an int): the disk cache's value
+// the opts as "OP axis arg;..." (a tensor core's arg as its three ints): the disk cache's value
 std::string opts_str(const std::vector<Opt>& opts) {
   std::string s;
-  for (auto& o : opts) s += std::to_string(int(o.op)) + " " + std::to_string(o.axis.value_or(-1)) + " " + std::to_string(o.arg.is<int64_t>() ? o.arg.i() : 0) + ";";
+  for (auto& o : opts) {
+    s += std::to_string(int(o.op)) + " " + std::to_string(o.axis.value_or(-1));
+    if (o.arg.is<Arg::Ints>()) for (auto v : o.arg.ints()) s += " " + std::to_string(v);
+    else s += " " + std::to_string(o.arg.is<int64_t>() ? o.arg.i() : 0);
+    s += ";";
+  }
   return s;
 }
 std::optional<std::vector<Opt>> parse_opts(const std::string& s) {
@@ -57,9 +74,11 @@ std::optional<std::vector<Opt>> parse_opts(const std::string& s) {
   std::string item;
   while (std::getline(in, item, ';')) {
     int op = 0;
-    long long axis = 0, arg = 0;
-    if (std::sscanf(item.c_str(), "%d %lld %lld", &op, &axis, &arg) != 3 || op < int(OptOps::TC) || op > int(OptOps::SWAP)) return std::nullopt;
-    r.push_back(Opt{OptOps(op), axis < 0 ? std::nullopt : std::optional<int64_t>(axis), op == int(OptOps::NOLOCALS) ? Arg() : Arg(int64_t(arg))});
+    long long axis = 0, arg = 0, tc_opt = 0, use_tc = 0;
+    int n = std::sscanf(item.c_str(), "%d %lld %lld %lld %lld", &op, &axis, &arg, &tc_opt, &use_tc);
+    if (n != (op == int(OptOps::TC) ? 5 : 3) || op < int(OptOps::TC) || op > int(OptOps::SWAP)) return std::nullopt;
+    Arg a = op == int(OptOps::NOLOCALS) ? Arg() : op == int(OptOps::TC) ? Arg(Arg::Ints{arg, tc_opt, use_tc}) : Arg(int64_t(arg));
+    r.push_back(Opt{OptOps(op), axis < 0 ? std::nullopt : std::optional<int64_t>(axis), a});
   }
   return r;
 }
@@ -143,7 +162,9 @@ std::map<int, Scheduler> get_kernel_actions(const Scheduler& s, bool include_0, 
     int64_t lcl = 1;
     auto fs2 = s2.full_shape();
     for (auto ax : s2.axes_of({AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) lcl *= fs2[size_t(ax)];
-    if (s2.upcast_size() > max_up || lcl > settings().BEAM_LOCAL_MAX) continue;
+    // a tensor core's own upcasts (its N x M x K over its threads) do not count against BEAM_UPCAST_MAX
+    int64_t tc_up = s2.tensor_core ? s2.tensor_core->dims[0] * s2.tensor_core->dims[1] * s2.tensor_core->dims[2] / s2.tensor_core->threads : 1;
+    if (s2.upcast_size() / tc_up > max_up || lcl > settings().BEAM_LOCAL_MAX) continue;
     acted.emplace(int(i) + 1, std::move(s2));
   }
   return acted;
