@@ -105,9 +105,9 @@ TEST(Beam, ShrunkCandidateWritesAPartOfItsOutput) {
   tg::Scheduler s = mm.scheduler();
   s.apply_opt(tg::Opt{tg::OptOps::UPCAST, 1, tg::Arg(int64_t(4))});
   // index space 64 * 12 * 40 * 4 = 122880: the outer axis halves to 16, then the next one (12) stays as it is (16 at
-  // the least), and that is small enough: 16 * 12 * 40 * 4 = 30720, the reduce left alone
+  // the least), then the reduce is left alone: 16 * 12 * 40 * 4 = 30720
   tg::Scheduler cut = s;
-  double factor = tg::shrink_for_timing(cut, 30720);
+  double factor = tg::shrink_for_timing(cut, 8192);
   EXPECT_EQ(factor, 4.0);
   tg::Scheduler same = s;
   EXPECT_EQ(tg::shrink_for_timing(same, 122880), 1.0);
@@ -123,19 +123,6 @@ TEST(Beam, ShrunkCandidateWritesAPartOfItsOutput) {
     EXPECT_EQ(part[i], whole[i]) << i;
   }
   EXPECT_EQ(double(written), 64.0 * 48.0 / factor);
-
-  // with less room the reduce is cut as well (ours): 40 -> 20 -> 10 of its iterations, 16 * 12 * 10 * 4 = 7680. The
-  // same 16 rows are written, each the sum of its first 10 products
-  tg::Scheduler cut_more = s;
-  EXPECT_EQ(tg::shrink_for_timing(cut_more, 8192), 16.0);
-  auto c2 = tg::compile_candidates(tg::get_device("CPU"), tg::ClangRenderer(), {cut_more}, seen, false);
-  ASSERT_EQ(c2.size(), 1u);
-  auto partial = run_matmul(c2[0], mm.va, mm.vb, 64 * 48);
-  at::Tensor want10 = at::matmul(mm.a.a.narrow(1, 0, 10).to(at::kDouble), mm.b.a.narrow(0, 0, 10).to(at::kDouble)).view({-1});
-  for (size_t i = 0; i < partial.size(); i++) {
-    if (i < 16 * 48) EXPECT_NEAR(partial[i], want10[int64_t(i)].item<double>(), 1e-4) << i;
-    else EXPECT_TRUE(std::isnan(partial[i])) << i;
-  }
 }
 
 TEST(Beam, ChosenKernelsMatchTorch) {

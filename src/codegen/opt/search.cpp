@@ -160,11 +160,7 @@ double shrink_for_timing(Scheduler& s, int64_t max_size) {
   for (int64_t n : fs) total *= std::max<int64_t>(n, 1);
   double factor = 1;
   std::unordered_map<UOp, UOp> subs;
-  // the output axes first; then (ours) the reduce axes, where a kernel of few outputs and a long reduce (a convolution's
-  // weight gradient) is still over max_size: the first round's candidates ran it for seconds each
-  std::vector<int64_t> axes = s.axes_of({AxisType::GLOBAL, AxisType::WEAK}), red = s.axes_of({AxisType::REDUCE});
-  axes.insert(axes.end(), red.begin(), red.end());
-  for (int64_t a : axes) {
+  for (int64_t a : s.axes_of({AxisType::GLOBAL, AxisType::WEAK})) {
     int64_t n = fs[size_t(a)], m = n;
     if (total <= max_size) break;
     if (rs[size_t(a)].src(0).simplify().op() != Ops::CONST) continue;
