@@ -10,6 +10,7 @@
 //
 //   build/bench/gemm            every case
 //   build/bench/gemm 512 1024   these square sizes, then the other cases
+//   build/bench/gemm 64x4096x4096 'A^T 1024'   only the cases of these names (an argument that is not a number)
 //   OPENBLAS_CORETYPE=SkylakeX build/bench/gemm   against OpenBLAS's AVX-512 kernels
 #include <algorithm>
 #include <chrono>
@@ -93,14 +94,21 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(threads);
   std::vector<Case> cases;
   std::vector<int64_t> sizes;
-  for (int i = 1; i < argc; i++) sizes.push_back(std::atoll(argv[i]));
-  if (sizes.empty()) sizes = {256, 512, 1024, 2048, 4096};
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (!a.empty() && a.find_first_not_of("0123456789") == std::string::npos) sizes.push_back(std::atoll(argv[i]));
+    else names.push_back(a);
+  }
+  if (sizes.empty() && names.empty()) sizes = {256, 512, 1024, 2048, 4096};
   for (int64_t n : sizes) cases.push_back({"sgemm " + std::to_string(n), 1, n, n, n});
   cases.push_back({"4096x4096x64", 1, 4096, 4096, 64});
   cases.push_back({"64x4096x4096", 1, 64, 4096, 4096});
   cases.push_back({"A^T 1024", 1, 1024, 1024, 1024, true, false});
   cases.push_back({"B^T 1024", 1, 1024, 1024, 1024, false, true});
   cases.push_back({"batched 16x256", 16, 256, 256, 256});
+  if (!names.empty())
+    std::erase_if(cases, [&](const Case& c) { return c.name.starts_with("sgemm ") ? false : std::ranges::find(names, c.name) == names.end(); });
   std::printf("threads %d (tinygrad.cpp NUM_CPU_THREADS and openblas), openblas core %s, shapes MxNxK\n", threads, openblas_get_corename());
   bool ok = true;
   for (auto& c : cases) ok &= run(c);

@@ -10,6 +10,10 @@
 // dequantized B, converted again for each block of x's rows, is even at 32-64 rows).
 // B^T (a transposed view: attention's keys in q @ k^T) is packed at any size: read in place, no input is contiguous
 // along N and the kernel gets no SIMD tile.
+// Few rows of A against a big B (64 x 4096 @ 4096 x 4096: 64 MiB) spend a third of the time writing the panels out to
+// memory and reading them back. There B is packed in blocks of K (GEMM_BLOCK_BYTES of panels), each multiplied by its
+// block of A's columns while the panels are still in cache and added to the previous blocks' sum: the sum costs M x N
+// floats written and read per block, less than the panels' round trip only while M is under a block's rows.
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 #include "util/env.h"
@@ -21,6 +25,39 @@ bool cast_of_stored(UOp u) {
   bool cast = false;
   for (; GroupOp::Movement.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST; u = u.src(0)) cast |= u.op() == Ops::CAST;
   return cast && u.op() == Ops::BUFFER;
+}
+}  // namespace
+
+namespace {
+// (..., M, K) @ (..., K, N) through B's panels of p floats
+Tensor panel_dot(const Tensor& x, const Tensor& w, int64_t p) {
+  Shape xs = x.shape(), ws = w.shape();
+  int64_t k = xs.back(), n = ws.back();
+  Shape wp(ws.begin(), ws.end() - 1);  // (..., K, N/P, P) -> (..., N/P, K, P)
+  wp.insert(wp.end(), {n / p, p});
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < int64_t(ws.size()) - 2; i++) perm.push_back(i);
+  int64_t b = int64_t(perm.size());
+  perm.insert(perm.end(), {b + 1, b, b + 2});
+  Tensor panels = w.reshape(wp).permute(perm).contiguous();
+  // panels outer, A's rows inner: (..., 1, M, K, 1) * (..., N/P, 1, K, P) summed over K is (..., N/P, M, P), so each
+  // thread's loop keeps one panel in L2 while A's rows stream past it. The result is a view of that, in (..., M, N)
+  Shape xr(xs.begin(), xs.end() - 1), pr(panels.shape().begin(), panels.shape().end() - 3);
+  xr.insert(xr.end() - 1, 1);
+  xr.insert(xr.end(), {k, 1});
+  pr.insert(pr.end(), {n / p, 1, k, p});
+  Tensor prod = (x.contiguous().reshape(xr) * panels.reshape(pr)).sum(-2).transpose(-3, -2);
+  Shape out(prod.shape().begin(), prod.shape().end() - 2);
+  out.push_back(n);
+  return prod.reshape(out);
+}
+
+// t's axis `axis` (from the end) cut to [lo, hi)
+Tensor cut(const Tensor& t, int64_t axis, int64_t lo, int64_t hi) {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (int64_t d : t.shape()) r.emplace_back(0, d);
+  r.end()[axis] = {lo, hi};
+  return t.shrink(r);
 }
 }  // namespace
 
@@ -36,23 +73,20 @@ std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   int64_t r = int64_t(ws->size());
   bool bt = wu.op() == Ops::PERMUTE && wu.arg().ints()[size_t(r - 1)] == r - 2 && wu.arg().ints()[size_t(r - 2)] == r - 1;
   if (p == 0 || n % p != 0 || n < 2 * p || m < (cast_of_stored(wu) ? 96 : 64) || (!bt && k * n < (int64_t(1) << 18))) return std::nullopt;
-  Shape wp(ws->begin(), ws->end() - 1);  // (..., K, N/P, P) -> (..., N/P, K, P)
-  wp.insert(wp.end(), {n / p, p});
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < int64_t(ws->size()) - 2; i++) perm.push_back(i);
-  int64_t b = int64_t(perm.size());
-  perm.insert(perm.end(), {b + 1, b, b + 2});
-  Tensor panels = w.reshape(wp).permute(perm).contiguous();
-  // panels outer, A's rows inner: (..., 1, M, K, 1) * (..., N/P, 1, K, P) summed over K is (..., N/P, M, P), so each
-  // thread's loop keeps one panel in L2 while A's rows stream past it. The result is a view of that, in (..., M, N)
-  Shape xr(xs->begin(), xs->end() - 1), pr(panels.shape().begin(), panels.shape().end() - 3);
-  xr.insert(xr.end() - 1, 1);
-  xr.insert(xr.end(), {k, 1});
-  pr.insert(pr.end(), {n / p, 1, k, p});
-  Tensor prod = (x.contiguous().reshape(xr) * panels.reshape(pr)).sum(-2).transpose(-3, -2);
-  Shape out(prod.shape().begin(), prod.shape().end() - 2);
-  out.push_back(n);
-  return prod.reshape(out);
+  // the largest power-of-two block of K whose panels fit the budget
+  int64_t kb = k, budget = settings().GEMM_BLOCK_BYTES;
+  if (budget > 0 && k * n * 4 > budget) {
+    for (kb = 1; kb * 2 * n * 4 <= budget; kb *= 2) {}
+    if (m >= kb) kb = k;
+  }
+  if (kb >= k) return panel_dot(x, w, p);
+  // each partial sum its own kernel: unrealized, the blocks' reduces would fuse into one kernel of them all
+  Tensor acc;
+  for (int64_t j = 0; j < k; j += kb) {
+    Tensor part = panel_dot(cut(x, -1, j, std::min(k, j + kb)), cut(w, -2, j, std::min(k, j + kb)), p);
+    acc = (j == 0 ? part : acc + part).contiguous();
+  }
+  return acc;
 }
 
 }  // namespace tg

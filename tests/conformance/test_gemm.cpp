@@ -145,6 +145,32 @@ TEST(Gemm, SettingsChangeKernelsNotValues) {
   }
 }
 
+TEST(Gemm, BlocksOfKForFewRowsOfA) {
+  // A with fewer rows than a block of K has: B packed and multiplied one block of K at a time, the blocks' products
+  // summed (tensor/gemm.cpp). GEMM_BLOCK_BYTES=256 KiB at N=512 is blocks of 128 (64 x 512 @ 512 x 512: 64 MiB at
+  // 4096's shape): ragged last blocks, A^T, B^T and a batch at both widths, values as without blocks
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}, {"GEMM_BLOCK_BYTES", 256 << 10}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    for (const Mm& c : {Mm{0, 64, 512, 512}, Mm{0, 100, 520, 512}, Mm{0, 64, 512, 512, true, false}, Mm{0, 64, 700, 512, false, true},
+                        Mm{2, 64, 384, 512}, Mm{0, 127, 1000, 256}})
+      expect_matmul(c);
+  }
+  tg::Context ctx({{"CPU_VECTOR_WIDTH", 16}, {"SIMD", 1}});
+  Pair a = input({64, 512}, dtypes::float32, -1, 1, 21), b = input({512, 512}, dtypes::float32, -1, 1, 22);
+  Pair a128 = input({128, 512}, dtypes::float32, -1, 1, 23);
+  auto kernels = [&](const Pair& x, int64_t bytes) {
+    tg::Context c({{"GEMM_BLOCK_BYTES", bytes}});
+    return tg::Tensor::schedule_linear({x.t.matmul(b.t)}).size();
+  };
+  // 4 blocks of 128: each A's block copied, B's block packed, their product (plus the sum so far)
+  EXPECT_EQ(kernels(a, 256 << 10), 4u * 3u);
+  EXPECT_EQ(kernels(a, 0), 2u) << "0: B packed whole, then the product";
+  EXPECT_EQ(kernels(a, 1 << 20), 2u) << "B (1 MiB) within the budget";
+  EXPECT_EQ(kernels(a128, 256 << 10), 2u) << "A's 128 rows: as many as a block's";
+  EXPECT_EQ(kernels(a128, 512 << 10), 2u * 3u) << "blocks of 256";
+}
+
 TEST(Gemm, EpiloguesOverBigPanels) {
   // x @ W^T with W stored (N, K) as a model file has it, B's panels 1 MiB and more, epilogues fused into the GEMM (silu,
   // a residual add, silu(x W^T) * x W^T as an FFN's gate and up) against libtorch at both widths, one and two threads
