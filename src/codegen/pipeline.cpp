@@ -219,6 +219,7 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = tracked("memory_coalescing", [&] { return memory_coalescing(sink, ren); });
   sink = rewrite("add_images", sink, add_images, nullptr, true);
   if (ren.simd_vectors()) sink = rewrite("pm_vector_lanes", sink, pm_vector_lanes());
+  if (ren.simd_vectors()) sink = rewrite("pm_exp2_normal", sink, pm_exp2_normal());
   if (ren.simd_vectors() && ren.vpdpbusd_lanes) sink = rewrite("pm_int_dot4", sink, pm_int_dot4(), ren);
   if (ren.simd_vectors() && ren.pmaddwd_lanes) sink = rewrite("pm_int_madd", sink, pm_int_madd(), ren);
   sink = rewrite("extra_sym", sink, extra_sym);

@@ -472,6 +472,27 @@ TEST(Simd, ExpAndSigmoidLanesStayVectors) {
   }
 }
 
+// exp2 of float32 in SIMD kernels is 0 below 2^-125 (pm_exp2_normal): its decomposition's 2^k x polynomial product is
+// never denormal (an x86 microcode assist per lane). exp(x) against libm: 0 where x log2(e) < -125, the usual accuracy
+// above; with SIMD=0 (tinygrad's kernels) the denormal results stay
+TEST(Simd, Exp2BelowTwoToTheMinus125IsZero) {
+  std::vector<float> v;
+  for (int i = 0; i < 1024; i++) v.push_back(-95.0f + float(i) * (20.0f / 1024));  // -95 .. -75
+  int64_t n = int64_t(v.size());
+  Context ctx({{"CPU_VECTOR_WIDTH", 16}});
+  Tensor x = Tensor::from_vector(v, {n});
+  EXPECT_NE(to_program(only_kernel(x.exp()), with_width(16))->kernel.src.find("<-125.0f)"), std::string::npos);
+  auto e = x.exp().to_vector<float>();
+  for (int64_t i = 0; i < n; i++) {
+    float xi = v[size_t(i)];
+    if (double(xi) * (1 / std::log(2.0)) < -125.0001) ASSERT_EQ(e[size_t(i)], 0.0f) << xi;
+    else if (double(xi) * (1 / std::log(2.0)) > -124.9999) ASSERT_NEAR(e[size_t(i)], std::exp(xi), 3e-5 * std::exp(xi)) << xi;  // (x log2(e) rounds)
+  }
+  Context plain({{"SIMD", 0}});
+  auto d = Tensor::from_vector(v, {n}).exp().to_vector<float>();
+  EXPECT_GT(d[0], 0.0f) << "exp(-95) is a denormal without SIMD";
+}
+
 // A prompt's softmax sum under the causal mask, sum_s exp(q.k_s / 8 + mask_ts - max_t), over scores from the packed
 // q @ k^T (stored as panels of 32 columns): a reduce unrolled along s by a panel's 32, its lanes each masked by their
 // own position. Each loaded vector's lanes are one vector chain (the mask's compares an int32 lane mask, the exp2
