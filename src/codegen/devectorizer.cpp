@@ -133,8 +133,7 @@ UOp vector_of_lanes(const std::vector<UOp>& xs) {
 // came out as 2-byte loads shifted together, an int8 one as byte inserts); built bottom-up from the stored accumulators,
 // the lanes stay vectors from their loads to the FMA: one __builtin_convertvector and one FMA per row per step.
 // Only ops that clang's vector types spell as C operators (no calls). Compares of 32-bit lanes are clang's int32 lane
-// masks, and a WHERE of 32-bit lanes selects by such a mask (a causal mask's lanes, each its own position); any other
-// WHERE by a condition all lanes share (C's ?: on a scalar picks whole vectors)
+// masks, and a WHERE of 32-bit lanes selects by such masks, one per lane (a causal mask's lanes, each its own position)
 UOp vector_lanes(const UOp& s) {
   const auto& src = s.src();
   size_t n = src.size();
@@ -162,8 +161,8 @@ UOp vector_lanes(const UOp& s) {
     lane.clear();
     for (auto& x : src) lane.push_back(x.src(j));
     bool shared = std::all_of(lane.begin(), lane.end(), [&](const UOp& u) { return u == lane[0]; });
-    if (x0.op() == WHERE && j == 0 && !shared &&
-        (!word(x0.dtype()) || !std::all_of(lane.begin(), lane.end(), [&](const UOp& c) { return c.op() == lane[0].op() && mask(c); })))
+    if (x0.op() == WHERE && j == 0 &&
+        (shared || !word(x0.dtype()) || !std::all_of(lane.begin(), lane.end(), [&](const UOp& c) { return c.op() == lane[0].op() && mask(c); })))
       return UOp();
     // an operand every lane shares stays a scalar: C broadcasts it
     ops.push_back(shared ? lane[0] : UOp::stack(lane));
