@@ -176,32 +176,38 @@ UOp vector_of_lanes(const std::vector<UOp>& xs) {
 // vectorizer, which does well on a tile's broadcasts but loses a matrix-vector product's lanes (a float16 weight row
 // came out as 2-byte loads shifted together, an int8 one as byte inserts); built bottom-up from the stored accumulators,
 // the lanes stay vectors from their loads to the FMA: one __builtin_convertvector and one FMA per row per step.
-// Only ops that clang's vector types spell as C operators (no compares or calls; WHERE on a condition all lanes share)
+// Only ops that clang's vector types spell as C operators (no calls). Compares of 32-bit lanes are clang's int32 lane
+// masks, and a WHERE of 32-bit lanes selects by such masks, one per lane (a causal mask's lanes, each its own position)
 UOp vector_lanes(const UOp& s) {
   const auto& src = s.src();
   size_t n = src.size();
   const UOp& x0 = src[0];
   if (n < 2) return UOp();
   if (UOp v = vector_of_lanes({src.begin(), src.end()})) return v;
-  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE, EXP2, RECIPROCAL}.has(x0.op())) return UOp();
+  if (!OpSet{ADD, SUB, MUL, NEG, AND, OR, XOR, SHL, SHR, CAST, BITCAST, WHERE, EXP2, RECIPROCAL, CMPLT, CMPNE, CMPEQ}.has(x0.op())) return UOp();
   // exp2 of float32 lanes: its decomposition is then vector arithmetic, compares into int32 lane masks and selects;
   // a reciprocal is 1 / x on the vector
   if ((x0.op() == EXP2 || x0.op() == RECIPROCAL) && x0.dtype() != dtypes::float32) return UOp();
   // ints and IEEE floats: clang has no bool vectors, and fp8/bfloat16 casts are bit ops the decompositions spell later
   auto plain = [](DType d) { return d.is_int() || d == dtypes::float16 || d == dtypes::float32 || d == dtypes::float64; };
-  if (!plain(x0.dtype())) return UOp();
+  auto word = [](DType d) { return (d.is_int() || d == dtypes::float32) && d.itemsize() == 4; };
+  auto mask = [&](const UOp& c) { return GroupOp::Comparison.has(c.op()) && word(c.src(c.src(0).dtype().is_weak() ? 1 : 0).dtype()); };
+  if (GroupOp::Comparison.has(x0.op()) ? !mask(x0) : !plain(x0.dtype())) return UOp();
   for (auto& x : src)
     if (x.op() != x0.op() || x.dtype() != x0.dtype() || !(x.arg() == x0.arg()) || x.src().size() != x0.src().size() ||
         cg_shape(x) != std::optional<Shape>(Shape{}))
       return UOp();
-  for (auto& o : x0.src()) if (!plain(o.dtype()) && !o.dtype().is_weak()) return UOp();  // (a weak literal is committed later)
+  for (size_t j = 0; j < x0.src().size(); j++)
+    if (DType d = x0.src(j).dtype(); !plain(d) && !d.is_weak() && !(x0.op() == WHERE && j == 0)) return UOp();  // (a weak literal is committed later)
   std::vector<UOp> ops, lane;
   bool vec = false;
   for (size_t j = 0; j < x0.src().size(); j++) {
     lane.clear();
     for (auto& x : src) lane.push_back(x.src(j));
     bool shared = std::all_of(lane.begin(), lane.end(), [&](const UOp& u) { return u == lane[0]; });
-    if (x0.op() == WHERE && j == 0 && !shared) return UOp();  // C's ?: picks whole vectors by one scalar condition
+    if (x0.op() == WHERE && j == 0 &&
+        (shared || !word(x0.dtype()) || !std::all_of(lane.begin(), lane.end(), [&](const UOp& c) { return c.op() == lane[0].op() && mask(c); })))
+      return UOp();
     // an operand every lane shares stays a scalar: C broadcasts it
     ops.push_back(shared ? lane[0] : UOp::stack(lane));
     vec |= !shared;
@@ -210,23 +216,35 @@ UOp vector_lanes(const UOp& s) {
 }
 
 // the sum of a vector's lanes in order, v[0]+v[1]+...+v[n-1] (the horizontal sum after matvec_lanes' loop): as halves
-// added, n/2 lanes, then n/4, ..., log2(n) vector adds where the chain was n-1 dependent scalar adds
+// added, n/2 lanes, then n/4, ..., log2(n) vector adds where the chain was n-1 dependent scalar adds. Also the last
+// 16 terms of a chain when they are lanes of an exp computed alike (a reduce unrolled along its axis: the softmax's
+// sum of exp(scores - max) under a causal mask): those lanes as one vector (vector_lanes), where each lane's exp was a
+// scalar chain (4x slower). Not lanes of plain arithmetic: built from scalar loads, the vector can cost more than it saves
 UOp lane_sum_tree(const UOp& x) {
   std::vector<UOp> chain;
-  UOp c = x;
+  UOp c = x, acc;
   while (c.op() == ADD && c.dtype().is_float()) chain.push_back(c.src(1)), c = c.src(0);
   chain.push_back(c);
   std::reverse(chain.begin(), chain.end());
   size_t n = chain.size();
-  if (n < 4 || (n & (n - 1)) != 0) return UOp();
-  UOp v = vector_of_lanes(chain);
+  UOp v = n >= 4 && (n & (n - 1)) == 0 ? vector_of_lanes(chain) : UOp();
+  auto exp = [](const UOp& u) { return std::ranges::any_of(u.toposort(), [](const UOp& y) { return y.op() == EXP2; }); };
+  if (!v && n >= 16 && exp(chain.back())) {
+    if (n > 16) {  // what the last 16 terms are added to
+      acc = x;
+      for (int i = 0; i < 16; i++) acc = acc.src(0);
+    }
+    v = vector_lanes(UOp::stack(std::vector<UOp>(chain.end() - 16, chain.end())));
+    if (v && v.op() == STACK) v = UOp();
+    n = 16;
+  }
   if (!v) return UOp();
   for (; n > 1; n /= 2) {
     std::vector<UOp> lo, hi;
     for (size_t i = 0; i < n / 2; i++) lo.push_back(v.index({cint(int64_t(i))})), hi.push_back(v.index({cint(int64_t(i + n / 2))}));
     v = n == 2 ? lo[0] + hi[0] : UOp::stack(lo) + UOp::stack(hi);
   }
-  return v;
+  return acc ? acc + v : v;
 }
 
 // a lane of a loaded vector, cast: the lane of the vector cast whole (shared by its other lanes). A transposing copy
@@ -244,6 +262,23 @@ const PatternMatcher& pm_vector_lanes() {
       U(STACK, {}, {}, {}, "s") >> [](M m) { return vector_lanes(m["s"]); },
       U(CAST, {}, {U(INDEX)}, {}, "c") >> [](M m) { return cast_of_lane(m["c"]); },
       U(ADD, {}, {}, {}, "x") >> [](M m) { return lane_sum_tree(m["x"]); },
+  }.pure();
+  return pm;
+}
+
+// exp2 of float32 in SIMD kernels: 0 below 2^-125, its argument clamped there. The decomposition multiplies 2^k by a
+// polynomial, a denormal product below 2^-126, which x86 makes a microcode assist of ~100+ cycles without FTZ: a
+// softmax's exps of scores far below the row's max, silu over large activations (exp(-x) of x past 87) hit it in bulk
+// (the 110M Q4_K prompt's silu 0.80 -> 0.25 ms a layer). exp(x) under x = -86.6 is then 0, not a denormal
+const PatternMatcher& pm_exp2_normal() {
+  static const PatternMatcher pm = PatternMatcher{
+      U(EXP2, dtypes::float32, {V("x")}) >> [](M m) {
+        const UOp& x = m["x"];
+        UOp low = x.const_like(ConstVal(-125.0));
+        if (x.op() == WHERE && x.src(1) == low) return UOp();  // (clamped already)
+        UOp under = x < low;
+        return under.where(x.const_like(ConstVal(0.0)), under.where(low, x).exp2());
+      },
   }.pure();
   return pm;
 }

@@ -226,6 +226,8 @@ UOp full_rewrite_to_sink(const UOp& ast, const CStyleLanguage& ren, bool optimiz
   sink = rewrite("lower_index", sink, lower_index, &lctx);
   sink = rewrite("symb", sink, symb);
   sink = rewrite("pm_cast_float_alu", sink, pm_cast_float_alu());
+  // (after the symbolic passes: they would move a cast of exp's result into its select, a 16-bit select by 32-bit masks)
+  if (ren.simd_vectors()) sink = rewrite("pm_exp2_normal", sink, pm_exp2_normal());
 
   // ** decompositions (the matchers depend on the renderer's ops and the env: built once per combination) **
   const DecompMatchers& d = decomp_matchers(supported_ops(ren), settings().DISABLE_FAST_IDIV != 0, settings().TRANSCENDENTAL >= 2, ren.extra_matcher);

@@ -472,6 +472,67 @@ TEST(Simd, ExpAndSigmoidLanesStayVectors) {
   }
 }
 
+// exp2 of float32 in SIMD kernels is 0 below 2^-125 (pm_exp2_normal): its decomposition's 2^k x polynomial product is
+// never denormal (an x86 microcode assist per lane). exp(x) against libm: 0 where x log2(e) < -125, the usual accuracy
+// above; with SIMD=0 (tinygrad's kernels) the denormal results stay
+TEST(Simd, Exp2BelowTwoToTheMinus125IsZero) {
+  std::vector<float> v;
+  for (int i = 0; i < 1024; i++) v.push_back(-95.0f + float(i) * (20.0f / 1024));  // -95 .. -75
+  int64_t n = int64_t(v.size());
+  Context ctx({{"CPU_VECTOR_WIDTH", 16}});
+  Tensor x = Tensor::from_vector(v, {n});
+  EXPECT_NE(to_program(only_kernel(x.exp()), with_width(16))->kernel.src.find("<-125.0f)"), std::string::npos);
+  auto e = x.exp().to_vector<float>();
+  for (int64_t i = 0; i < n; i++) {
+    float xi = v[size_t(i)];
+    if (double(xi) * (1 / std::log(2.0)) < -125.0001) ASSERT_EQ(e[size_t(i)], 0.0f) << xi;
+    else if (double(xi) * (1 / std::log(2.0)) > -124.9999) ASSERT_NEAR(e[size_t(i)], std::exp(xi), 3e-5 * std::exp(xi)) << xi;  // (x log2(e) rounds)
+  }
+  Context plain({{"SIMD", 0}});
+  auto d = Tensor::from_vector(v, {n}).exp().to_vector<float>();
+  EXPECT_GT(d[0], 0.0f) << "exp(-95) is a denormal without SIMD";
+}
+
+// A prompt's softmax sum under the causal mask, sum_s exp(q.k_s / 8 + mask_ts - max_t), over scores from the packed
+// q @ k^T (stored as panels of 32 columns): a reduce unrolled along s by a panel's 32, its lanes each masked by their
+// own position. Each loaded vector's lanes are one vector chain (the mask's compares an int32 lane mask, the exp2
+// decomposition on vectors) summed as halves, where each lane's exp was scalar. Values against a float64 loop at both
+// widths, the source at 16 lanes (no scalar float lane left)
+TEST(Simd, CausalSumOfExpLanesStayVectors) {
+  constexpr int64_t H = 12, T = 128, D = 64;
+  auto qv = randv(size_t(H * T * D), 23), kv = randv(size_t(H * T * D), 24), mv = randv(size_t(H * T), 25);
+  auto sum_exp = [&] {
+    Tensor mask = Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1}).expand({1, T, T}).triu(1);
+    Tensor q = Tensor::from_vector(qv, {H, T, D}), k = Tensor::from_vector(kv, {H, T, D}), mx = Tensor::from_vector(mv, {H, T, 1});
+    return (q.matmul(k.transpose(1, 2)) * 0.125f + mask - mx).exp().sum(-1);
+  };
+  for (int64_t w : {8, 16}) {
+    Context ctx({{"CPU_VECTOR_WIDTH", w}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    if (w == 16) {
+      Tensor e = sum_exp();
+      UOp linear = schedule_linear({e});  // kept alive: src() views its node
+      std::string src;
+      for (auto& c : linear.src())
+        if (c.src(0).op() == Ops::SINK)
+          if (std::string s = to_program(c.src(0), with_width(w))->kernel.src; s.find("1.4426950216293335f") != std::string::npos) src = s;
+      EXPECT_NE(src.find("_Bool16"), std::string::npos) << "lane masks\n" << src;
+      EXPECT_EQ(src.find("float alu"), std::string::npos) << "no scalar lane of the exp\n" << src;
+    }
+    auto got = sum_exp().to_vector<float>();
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t t = 0; t < T; t++) {
+        double ref = 0;
+        for (int64_t u = 0; u <= t; u++) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; d++) dot += double(qv[size_t((h * T + t) * D + d)]) * kv[size_t((h * T + u) * D + d)];
+          ref += std::exp(dot * 0.125 - double(mv[size_t(h * T + t)]));
+        }
+        ASSERT_NEAR(got[size_t(h * T + t)], ref, 1e-5 * ref) << h << " " << t;
+      }
+  }
+}
+
 // A short prompt's linears: x (under 64 rows) @ W^T with W stored (N, K) in float16, both read along K (no packed
 // panels there). matvec_lanes' GEMM: lanes along K, W's loops outside x's (a SWAP: its footprint is the bigger), a block
 // of x's rows by W's rows upcast; a per-row factor of x (a fused RMSNorm's scale, contiguous along the rows) is no
