@@ -270,7 +270,6 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
 }
 
 Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) {
-  const Config& c = cfg_;
   if (tokens.ndim() != 2 || tokens.shape()[0] != 1 || tokens.shape()[1] < 1 || !tokens.dtype().is_int())
     throw Error("llm: forward takes int tokens of shape (1, T), got " + tokens.shape_str() + " " + std::string(tokens.dtype().name()));
   int64_t T = tokens.shape()[1];
