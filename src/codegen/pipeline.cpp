@@ -333,6 +333,54 @@ std::string program_disk_key(const UOp& ast, const CStyleLanguage& ren) {
          to_hex(sha256(ren.identity())) + "|build=" + build_id();
 }
 
+namespace {
+// the codegen behind to_program: the passes, launch sizes and buffer slots from the lowered sink, estimates, render
+ProgramSpec lower_program(const UOp& ast, const CStyleLanguage& ren) {
+  UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
+  ProgramSpec spec;
+  const KernelInfo* ki = kernel_info(sink);
+  spec.name = ki ? ki->function_name() : "test";
+  if (ki) for (auto& o : ki->applied_opts) spec.applied_opts.push_back(o.str());
+  std::vector<std::pair<int64_t, std::string>> vars;
+  bool global_ids = false;
+  for (auto& u : sink.toposort()) {
+    if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU) {
+      const ParamArg& pa = u.arg().param();
+      std::string nm = pa.name.value_or("");
+      if (std::find_if(vars.begin(), vars.end(), [&](auto& v) { return v.first == pa.slot; }) == vars.end()) vars.push_back({pa.slot, nm});
+      if (nm == "core_id") spec.global[0] = u.vmax().as_int() + 1;
+    }
+    if (u.op() == Ops::STORE || u.op() == Ops::LOAD) {
+      UOp idx = u.src(0).op() == Ops::CAST ? u.src(0).src(0) : u.src(0);
+      if (idx.op() == Ops::INDEX || idx.op() == Ops::SHRINK) {
+        UOp buf = idx.src(0);
+        while ((buf.op() == Ops::AFTER || GroupOp::Movement.has(buf.op())) && !buf.src().empty()) buf = buf.src(0);
+        if (buf.op() == Ops::PARAM) {
+          auto& v = u.op() == Ops::STORE ? spec.outs : spec.ins;
+          if (std::find(v.begin(), v.end(), int(buf.arg().param().slot)) == v.end()) v.push_back(int(buf.arg().param().slot));
+        }
+      }
+    }
+    if (u.op() == Ops::SPECIAL) {  // gidx<n> / lidx<n> / idx<n>: the launch's group, local or global size on axis n
+      const std::string& nm = u.arg().s();
+      auto& dims = nm[0] == 'l' ? spec.local : spec.global;
+      dims[size_t(nm.back() - '0')] = u.src(0).vmax().as_int();
+      global_ids |= nm[0] == 'i';
+    }
+  }
+  if (global_ids) spec.local = {0, 0, 0};  // global ids only: the device picks the work-group size
+  std::sort(spec.outs.begin(), spec.outs.end());
+  std::sort(spec.ins.begin(), spec.ins.end());
+  std::sort(vars.begin(), vars.end());
+  for (auto& [_, n] : vars) spec.vars.push_back(n);
+  std::vector<UOp> lst = linearize_program(sink);
+  Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
+  spec.ops = double(est.ops), spec.mem = double(est.mem), spec.lds = double(est.lds), spec.uops = lst.size();
+  spec.kernel = ren.render_kernel(lst, spec.name, ren.entry_style);
+  return spec;
+}
+}  // namespace
+
 std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLanguage& ren) {
   static std::mutex mu;
   // bounded (a kernel with a new constant is a new key), but larger than the runtime's program cache: its entries are
@@ -347,60 +395,17 @@ std::shared_ptr<const ProgramSpec> to_program(const UOp& ast, const CStyleLangua
     if (auto* hit = cache.find(key)) return *hit;
   }
   std::string disk_key = program_disk_key(ast, ren);
+  std::optional<ProgramSpec> prg;
   if (!disk_key.empty())
-    if (auto rec = diskcache_get("program", disk_key))
-      if (auto p = decode_program(*rec)) {
-        if (settings().DEBUG >= 4) std::printf("%s\n", p->kernel.src.c_str());
-        std::lock_guard<std::mutex> l(mu);
-        if (auto* hit = cache.find(key)) return *hit;
-        return cache.insert(key, std::make_shared<ProgramSpec>(std::move(*p)));
-      }
-  UOp sink = full_rewrite_to_sink(ast, ren, ast.tag().none());
-  auto prg = std::make_shared<ProgramSpec>();
-  const KernelInfo* ki = kernel_info(sink);
-  prg->name = ki ? ki->function_name() : "test";
-  if (ki) for (auto& o : ki->applied_opts) prg->applied_opts.push_back(o.str());
-  std::vector<std::pair<int64_t, std::string>> vars;
-  bool global_ids = false;
-  for (auto& u : sink.toposort()) {
-    if (u.op() == Ops::PARAM && u.arg().param().addrspace == AddrSpace::ALU) {
-      const ParamArg& pa = u.arg().param();
-      std::string nm = pa.name.value_or("");
-      if (std::find_if(vars.begin(), vars.end(), [&](auto& v) { return v.first == pa.slot; }) == vars.end()) vars.push_back({pa.slot, nm});
-      if (nm == "core_id") prg->global[0] = u.vmax().as_int() + 1;
-    }
-    if (u.op() == Ops::STORE || u.op() == Ops::LOAD) {
-      UOp idx = u.src(0).op() == Ops::CAST ? u.src(0).src(0) : u.src(0);
-      if (idx.op() == Ops::INDEX || idx.op() == Ops::SHRINK) {
-        UOp buf = idx.src(0);
-        while ((buf.op() == Ops::AFTER || GroupOp::Movement.has(buf.op())) && !buf.src().empty()) buf = buf.src(0);
-        if (buf.op() == Ops::PARAM) {
-          auto& v = u.op() == Ops::STORE ? prg->outs : prg->ins;
-          if (std::find(v.begin(), v.end(), int(buf.arg().param().slot)) == v.end()) v.push_back(int(buf.arg().param().slot));
-        }
-      }
-    }
-    if (u.op() == Ops::SPECIAL) {  // gidx<n> / lidx<n> / idx<n>: the launch's group, local or global size on axis n
-      const std::string& nm = u.arg().s();
-      auto& dims = nm[0] == 'l' ? prg->local : prg->global;
-      dims[size_t(nm.back() - '0')] = u.src(0).vmax().as_int();
-      global_ids |= nm[0] == 'i';
-    }
+    if (auto rec = diskcache_get("program", disk_key)) prg = decode_program(*rec);
+  if (!prg) {
+    prg = lower_program(ast, ren);
+    if (!disk_key.empty()) diskcache_put("program", disk_key, encode_program(*prg));
   }
-  if (global_ids) prg->local = {0, 0, 0};  // global ids only: the device picks the work-group size
-  std::sort(prg->outs.begin(), prg->outs.end());
-  std::sort(prg->ins.begin(), prg->ins.end());
-  std::sort(vars.begin(), vars.end());
-  for (auto& [_, n] : vars) prg->vars.push_back(n);
-  std::vector<UOp> lst = linearize_program(sink);
-  Estimates est = ki && ki->estimates ? *ki->estimates : estimates_from_uops(lst);
-  prg->ops = double(est.ops), prg->mem = double(est.mem), prg->lds = double(est.lds), prg->uops = lst.size();
-  prg->kernel = ren.render_kernel(lst, prg->name, ren.entry_style);
   if (settings().DEBUG >= 4) std::printf("%s\n", prg->kernel.src.c_str());
-  if (!disk_key.empty()) diskcache_put("program", disk_key, encode_program(*prg));
   std::lock_guard<std::mutex> l(mu);
   if (auto* hit = cache.find(key)) return *hit;  // another thread lowered it meanwhile
-  return cache.insert(key, std::move(prg));
+  return cache.insert(key, std::make_shared<ProgramSpec>(std::move(*prg)));
 }
 
 }  // namespace tg

@@ -26,9 +26,7 @@ bool cast_of_stored(UOp u) {
   for (; GroupOp::Movement.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST; u = u.src(0)) cast |= u.op() == Ops::CAST;
   return cast && u.op() == Ops::BUFFER;
 }
-}  // namespace
 
-namespace {
 // (..., M, K) @ (..., K, N) through B's panels of p floats
 Tensor panel_dot(const Tensor& x, const Tensor& w, int64_t p) {
   Shape xs = x.shape(), ws = w.shape();
@@ -50,14 +48,6 @@ Tensor panel_dot(const Tensor& x, const Tensor& w, int64_t p) {
   Shape out(prod.shape().begin(), prod.shape().end() - 2);
   out.push_back(n);
   return prod.reshape(out);
-}
-
-// t's axis `axis` (from the end) cut to [lo, hi)
-Tensor cut(const Tensor& t, int64_t axis, int64_t lo, int64_t hi) {
-  std::vector<std::pair<int64_t, int64_t>> r;
-  for (int64_t d : t.shape()) r.emplace_back(0, d);
-  r.end()[axis] = {lo, hi};
-  return t.shrink(r);
 }
 }  // namespace
 
@@ -81,11 +71,9 @@ std::optional<Tensor> packed_dot(const Tensor& x, const Tensor& w) {
   }
   if (kb >= k) return panel_dot(x, w, p);
   // each partial sum its own kernel: unrealized, the blocks' reduces would fuse into one kernel of them all
-  Tensor acc;
-  for (int64_t j = 0; j < k; j += kb) {
-    Tensor part = panel_dot(cut(x, -1, j, std::min(k, j + kb)), cut(w, -2, j, std::min(k, j + kb)), p);
-    acc = (j == 0 ? part : acc + part).contiguous();
-  }
+  std::vector<Tensor> xb = x.split(kb, -1), wb = w.split(kb, -2);
+  Tensor acc = panel_dot(xb[0], wb[0], p).contiguous();
+  for (size_t j = 1; j < xb.size(); j++) acc = (acc + panel_dot(xb[j], wb[j], p)).contiguous();
   return acc;
 }
 
