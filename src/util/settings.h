@@ -40,7 +40,7 @@ struct Settings {
   int64_t GEMM_BLOCK_BYTES = 8 << 20;        // ours: a CPU matmul of few rows packs a bigger B in blocks of K this size (0: whole)
   int64_t TC = 1;                            // tensor cores: 0 off, 1 on, 2 their kernel shape without the WMMA op
   int64_t TC_SELECT = -1;                    // the renderer's tensor core to use (-1: the first that fits)
-  int64_t TC_OPT = 0;                        // 1: tensor cores on several reduce axes and casted inputs, 2: also padded
+  int64_t TC_OPT = -1;                       // 1: tensor cores on several reduce axes and casted inputs, 2: also padded; unset (-1): 0 for the heuristic, 2 for BEAM (tinygrad's search reads getenv("TC_OPT", 2))
   int64_t ALLOW_TF32 = 0;                    // CUDA: float matmuls may use the tf32 tensor cores
 
   // ** knobs that change no kernel **

@@ -77,7 +77,9 @@ TEST(DeviceRenderer, CapsAndOwnership) {
   auto bf16 = cpu.type_map.find(DTypeId::bfloat16);
   EXPECT_EQ(bf16 != cpu.type_map.end() && bf16->second == "unsigned short", !native);
   // and its answer is on disk for the next process (the probe costs a clang run, a failed one was never cached)
-  if (settings().CACHELEVEL > 0) EXPECT_EQ(diskcache_get("cpu_bf16", get_device("CPU").compiler_key()), std::optional<std::string>(native ? "1" : "0"));
+  if (settings().CACHELEVEL > 0) {
+    EXPECT_EQ(diskcache_get("cpu_bf16", get_device("CPU").compiler_key()), std::optional<std::string>(native ? "1" : "0"));
+  }
   EXPECT_EQ(get_device("NULL").renderer().vector_width, cpu.vector_width);
   std::string err = error_of([] { get_device("DISK:/tmp/x").renderer(); });
   EXPECT_NE(err.find("/tmp/x) cannot run kernels"), std::string::npos) << err;

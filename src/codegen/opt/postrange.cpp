@@ -919,11 +919,12 @@ Scheduler hand_coded_optimizations(const Scheduler& k0) {
   // tensor cores first (unless TC_OPT >= 1, only on a kernel of one reduce axis): on the first of the 3 axis choices
   // that takes one, N and M are upcast by the largest of 5, 4, 3, 2 that divides them and N made local by 4 or 2
   const Settings& st = settings();
-  if (st.TC > 0 && !k0.ren.tensor_cores.empty() && (k0.axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE}).size() == 1 || st.TC_OPT >= 1)) {
+  int64_t tc_opt = std::max<int64_t>(st.TC_OPT, 0);
+  if (st.TC > 0 && !k0.ren.tensor_cores.empty() && (k0.axes_of({AxisType::GROUP_REDUCE, AxisType::REDUCE}).size() == 1 || tc_opt >= 1)) {
     for (int64_t axis = 0; axis < 3; axis++) {
       Scheduler tk = k0;
       std::optional<std::pair<UOp, UOp>> r;
-      try { r = tk.apply_opt(Opt{OptOps::TC, axis, Arg(Arg::Ints{st.TC_SELECT, st.TC_OPT, st.TC})}); } catch (const KernelOptError&) { continue; }
+      try { r = tk.apply_opt(Opt{OptOps::TC, axis, Arg(Arg::Ints{st.TC_SELECT, tc_opt, st.TC})}); } catch (const KernelOptError&) { continue; }
       std::array<UOp, 2> nm = {r->first, r->second};
       for (size_t d : {1, 0})
         for (int64_t sz : {5, 4, 3, 2}) {

@@ -16,7 +16,6 @@
 #include "codegen/pipeline.h"
 #include "runtime/device.h"
 #include "util/diskcache.h"
-#include "util/env.h"
 #include "util/settings.h"
 #include "util/sha256.h"
 
@@ -49,8 +48,8 @@ const std::vector<Opt>& actions() {
   static std::mutex mu;
   static std::map<std::array<int64_t, 4>, std::vector<Opt>> lists;
   const Settings& st = settings();
-  // BEAM's TC_OPT is the environment's, else 2 (tinygrad's getenv("TC_OPT", 2)); the setting's default is the heuristic's 0
-  std::array<int64_t, 4> key{st.BEAM_PADTO != 0, st.NOLOCALS != 0, st.TC, getenv_int("TC_OPT", 2)};
+  // BEAM's TC_OPT where none is set is 2 (tinygrad's getenv("TC_OPT", 2)); the heuristic's is 0
+  std::array<int64_t, 4> key{st.BEAM_PADTO != 0, st.NOLOCALS != 0, st.TC, st.TC_OPT < 0 ? 2 : st.TC_OPT};
   std::lock_guard lk(mu);
   auto it = lists.find(key);
   if (it == lists.end()) it = lists.emplace(key, make(key[0], key[1], key[2], key[3])).first;
