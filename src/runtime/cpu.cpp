@@ -90,7 +90,7 @@ class CpuProgram : public Program {
 
 class CpuDevice : public Device {
  public:
-  explicit CpuDevice(std::string name) : Device(std::move(name)), pool_(int(std::max(1u, std::thread::hardware_concurrency()))) {
+  explicit CpuDevice(std::string name) : Device(std::move(name)), pool_(int(std::max(1u, std::thread::hardware_concurrency())), 2000) {
     early_pid_ = getpid();
     early_bf16_ = std::async(std::launch::async, [this, &set = settings()]() -> std::optional<Bf16> {
       PinSettings pin(set);

@@ -1,31 +1,41 @@
 #include "runtime/threadpool.h"
 
+#include <algorithm>
+#include <chrono>
+
 namespace tg {
 
-ThreadPool::ThreadPool(int threads) {
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int threads, int spin_us) : spin_us_(spin_us) {
   for (int i = 1; i < threads; i++) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-    generation_++;
-  }
-  wake_.notify_all();
+  stop_ = true;
+  generation_.fetch_add(1);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work(uint64_t gen, int n, const std::function<void(int)>* fn) {
+void ThreadPool::work(uint32_t gen, int n, const std::function<void(int)>* fn) {
   for (;;) {
     uint64_t t = ticket_.load();
     do {
-      if ((t >> 32) != (gen & 0xffffffffu) || int(t & 0xffffffffu) >= n) return;
+      if (uint32_t(t >> 32) != gen || int(t & 0xffffffffu) >= n) return;
     } while (!ticket_.compare_exchange_weak(t, t + 1));
     try {
       (*fn)(int(t & 0xffffffffu));
     } catch (...) {
-      std::lock_guard lk(mu_);
+      std::lock_guard lk(error_mu_);
       if (!error_) error_ = std::current_exception();
     }
     done_.fetch_add(1, std::memory_order_release);
@@ -33,20 +43,31 @@ void ThreadPool::work(uint64_t gen, int n, const std::function<void(int)>* fn) {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    int n;
-    const std::function<void(int)>* fn;
-    // spin a little before sleeping: kernels usually come in bursts
-    for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen; spin++) std::this_thread::yield();
-    {
-      std::unique_lock lk(mu_);
-      wake_.wait(lk, [&] { return generation_.load() != seen; });
-      if (stop_) return;
-      seen = generation_.load();
-      n = n_, fn = fn_;
+    using clock = std::chrono::steady_clock;
+    auto pause_until = clock::now() + std::chrono::microseconds(std::min(spin_us_, 50));
+    auto until = pause_until + std::chrono::microseconds(std::max(spin_us_ - 50, 0));
+    bool yielding = false;
+    for (int i = 1; generation_.load(std::memory_order_acquire) == seen; i++) {
+      // pause first (the next kernel is usually microseconds away), then yield: a loaded machine's other processes run
+      if (!yielding) {
+        cpu_relax();
+        if ((i & 63) != 0 || clock::now() < pause_until) continue;
+        yielding = true;
+      }
+      std::this_thread::yield();
+      if ((i & 15) == 0 && clock::now() >= until) {
+        // sleepers_ before the generation's check inside wait, run() bumps the generation before reading sleepers_
+        // (both sequentially consistent): either this thread sees the new job or run() sees it asleep and wakes it
+        sleepers_.fetch_add(1);
+        generation_.wait(seen);
+        sleepers_.fetch_sub(1);
+      }
     }
-    work(seen, n, fn);
+    if (stop_) return;
+    seen = generation_.load(std::memory_order_acquire);
+    work(seen, n_.load(std::memory_order_relaxed), fn_.load(std::memory_order_relaxed));
   }
 }
 
@@ -57,18 +78,17 @@ void ThreadPool::run(int n, const std::function<void(int)>& fn) {
     for (int i = 0; i < n; i++) fn(i);
     return;
   }
-  uint64_t gen;
-  {
-    std::lock_guard lk(mu_);
-    n_ = n, fn_ = &fn, error_ = nullptr;
-    done_ = 0;
-    gen = ++generation_;
-    ticket_ = (gen & 0xffffffffu) << 32;
-  }
-  wake_.notify_all();
+  error_ = nullptr;
+  done_.store(0, std::memory_order_relaxed);
+  n_.store(n, std::memory_order_relaxed);
+  fn_.store(&fn, std::memory_order_relaxed);
+  uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  ticket_.store(uint64_t(gen) << 32);
+  generation_.store(gen);
+  if (sleepers_.load() > 0) generation_.notify_all();
   work(gen, n, &fn);
-  while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
-  std::lock_guard lk(mu_);
+  while (done_.load(std::memory_order_acquire) < n) cpu_relax();
+  std::lock_guard lk(error_mu_);
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // A persistent pool of worker threads. run(n, fn) calls fn(0..n-1) in parallel, the calling thread included, and
-// returns when all calls are done. Workers spin briefly after a job, then sleep, so back-to-back kernels start fast.
+// returns when all calls are done. After a job the workers poll for the next one for spin_us microseconds before they
+// sleep: kernels come back to back, and waking a sleeping thread costs tens of microseconds (a vCPU's wake-up in a VM),
+// more than a small kernel's half.
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -14,7 +15,7 @@ namespace tg {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // total threads including the caller; at least 1
+  explicit ThreadPool(int threads, int spin_us = 0);  // threads: total including the caller; at least 1
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -25,18 +26,21 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void work(uint64_t gen, int n, const std::function<void(int)>* fn);  // claims indices of job `gen` until none are left
+  void work(uint32_t gen, int n, const std::function<void(int)>* fn);  // claims indices of job `gen` until none are left
   std::vector<std::thread> workers_;
+  int spin_us_;
   std::mutex run_mu_;  // one run at a time
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<uint64_t> ticket_{0};  // (generation << 32) | next index: a late worker cannot claim a newer job's index
+  // a job is published as n_ and fn_, then ticket_, then generation_ (release); a worker that read generation g claims
+  // an index only while ticket_ still carries g, so a job's fields read after its successor was published are harmless
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<uint64_t> ticket_{0};  // (generation << 32) | next index
+  std::atomic<int> n_{0};
+  std::atomic<const std::function<void(int)>*> fn_{nullptr};
   std::atomic<int> done_{0};
-  int n_ = 0;  // n_ and fn_ are written and read under mu_
-  const std::function<void(int)>* fn_ = nullptr;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex error_mu_;
   std::exception_ptr error_;
-  bool stop_ = false;
 };
 
 }  // namespace tg

@@ -161,6 +161,19 @@ TEST(ThreadPool, RunsEveryIndexOnceAcrossThreads) {
   EXPECT_GT(ids.size(), 1u);
 }
 
+TEST(ThreadPool, WakesSleepingWorkersAndPollingOnes) {
+  for (int spin_us : {0, 200}) {
+    ThreadPool pool(3, spin_us);
+    std::atomic<int64_t> sum{0};
+    for (int rep = 0; rep < 200; rep++) {
+      // gaps shorter and longer than the polling: workers are woken from their sleep and found polling
+      if (rep % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rep % 40 ? 50 : 2000));
+      pool.run(16, [&](int i) { sum += i; });
+    }
+    EXPECT_EQ(sum.load(), 200 * 120) << spin_us;
+  }
+}
+
 TEST(ThreadPool, RethrowsAndStaysUsable) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.run(10, [](int i) { if (i == 7) throw Error("boom"); }), Error);
