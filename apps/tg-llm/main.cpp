@@ -169,7 +169,8 @@ int bench(llm::Model& m, const Options& o) {
 }
 
 void report(const llm::GenerateStats& s) {
-  std::fprintf(stderr, "\nprompt: %lld tokens, %.2f tok/s | decode: %lld tokens, %.2f tok/s\n", (long long)s.prompt_tokens,
+  std::string cached = s.cached_tokens ? " (+" + std::to_string(s.cached_tokens) + " cached)" : "";
+  std::fprintf(stderr, "\nprompt: %lld tokens%s, %.2f tok/s | decode: %lld tokens, %.2f tok/s\n", (long long)s.prompt_tokens, cached.c_str(),
                s.prompt_s > 0 ? double(s.prompt_tokens) / s.prompt_s : 0.0, (long long)s.generated,
                s.generated > 1 && s.decode_s > 0 ? double(s.generated - 1) / s.decode_s : 0.0);
 }
@@ -193,19 +194,14 @@ int run(llm::Model& m, const Options& o) {
   // chat: the whole conversation is re-encoded each turn; the cache is reused for the prefix that did not change
   std::string tmpl = llm::chat_template_name(m.gguf());
   std::vector<llm::Message> msgs;
-  std::vector<int32_t> cached;  // the tokens whose keys and values are in the cache
+  llm::Session session(m);
   std::string line;
   std::fprintf(stderr, "chat template %s; one message per line, EOF ends\n", tmpl.c_str());
   while (std::fprintf(stderr, "> "), std::getline(std::cin, line)) {
     msgs.push_back({"user", line});
     std::vector<int32_t> ids = m.tokenizer().encode(llm::apply_chat_template(tmpl, msgs));
-    size_t keep = 0;
-    while (keep < cached.size() && keep + 1 < ids.size() && cached[keep] == ids[keep]) keep++;
     if (int64_t(ids.size()) >= m.config().max_context) throw tg::Error("the conversation exceeds the context of " + std::to_string(m.config().max_context));
-    std::vector<int32_t> out = llm::generate(m, std::span(ids).subspan(keep), o.n, s, stream, int64_t(keep), &st, o.chunk);
-    cached = ids;
-    cached.insert(cached.end(), out.begin(), out.end());
-    if (!out.empty()) cached.pop_back();  // the last token was sampled, not fed
+    std::vector<int32_t> out = session.generate(ids, o.n, s, stream, &st, o.chunk);
     std::string reply;
     for (int32_t t : out)
       if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) == m.stop_tokens().end()) reply += m.tokenizer().piece(t, false);

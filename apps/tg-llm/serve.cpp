@@ -46,7 +46,7 @@ struct Job {
   std::string text;  // valid UTF-8, without what may still turn out to begin a stop string
   bool done = false;
   std::string finish_reason, error;
-  int64_t completion_tokens = 0;
+  int64_t completion_tokens = 0, cached_tokens = 0;
   std::atomic<bool> cancelled = false;  // the client went away
 };
 
@@ -166,7 +166,7 @@ struct ReplyText {
 
 class Worker {
  public:
-  Worker(llm::Model& m, int64_t chunk) : m_(m), chunk_(chunk), thread_([this] { loop(); }) {}
+  Worker(llm::Model& m, int64_t chunk) : m_(m), session_(m), chunk_(chunk), thread_([this] { loop(); }) {}
   ~Worker() {
     { std::lock_guard l(mu_); quit_ = true; }
     cv_.notify_one();
@@ -206,23 +206,24 @@ class Worker {
       if (j.cancelled) throw tg::Error("the client went away");
       llm::Sampler s(j.sp);
       const std::vector<int32_t>& stops = m_.stop_tokens();
-      llm::generate(m_, j.prompt, j.max_tokens, s, [&](int32_t t) {
+      session_.generate(j.prompt, j.max_tokens, s, [&](int32_t t) {
         if (j.cancelled) return false;
         if (std::find(stops.begin(), stops.end(), t) != stops.end()) return stop_token = true;  // not part of the text
         bool more = rt.add(m_.tokenizer().piece(t, false));
         publish();
         return more;
-      }, 0, &st, chunk_);
+      }, &st, chunk_);
       rt.add("", true);
     } catch (const std::exception& e) { error = e.what(); }
     publish();
     std::lock_guard l(j.mu);
     j.finish_reason = stop_token || rt.stopped ? "stop" : "length";
-    j.completion_tokens = st.generated, j.error = error, j.done = true;
+    j.completion_tokens = st.generated, j.cached_tokens = st.cached_tokens, j.error = error, j.done = true;
     j.cv.notify_all();
   }
 
   llm::Model& m_;
+  llm::Session session_;  // requests that share a beginning (a chat's turns) feed only what follows it
   int64_t chunk_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -272,7 +273,7 @@ int serve(llm::Model& m, const ServeOptions& o) {
         body["object"] = chat ? "chat.completion" : "text_completion";
         body["choices"] = json::array({choice});
         int64_t p = int64_t(job->prompt.size()), c = job->completion_tokens;
-        body["usage"] = {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
+        body["usage"] = {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}, {"prompt_tokens_details", {{"cached_tokens", job->cached_tokens}}}};
         return reply_json(res, body);
       }
       // one event per piece of new text: {"choices": [{"delta": {"content": ...}}]} (chat) or {"choices": [{"text": ...}]}

@@ -151,7 +151,8 @@ class Sampler {
 // ** generation **
 
 struct GenerateStats {
-  int64_t prompt_tokens = 0, generated = 0;
+  int64_t prompt_tokens = 0, generated = 0;  // prompt_tokens: those fed (a Session's cached ones are not)
+  int64_t cached_tokens = 0;                 // a Session's prompt tokens whose keys and values were in the cache
   double prompt_s = 0, decode_s = 0;  // wall time of the prompt's forward and of the generated-1 forwards after it
 };
 // feeds `prompt` (from start_pos, reusing the cache before it), then samples up to n tokens, calling on_token for each
@@ -159,5 +160,22 @@ struct GenerateStats {
 std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t n, Sampler& s,
                               const std::function<bool(int32_t)>& on_token = {}, int64_t start_pos = 0, GenerateStats* stats = nullptr,
                               int64_t chunk = 32);
+
+// the model's KV cache across generations (a chat's turns, a server's requests): each generate feeds only the prompt's
+// tokens after the longest prefix the cache holds (all but the last at most: its logits are needed) and gives the
+// sampler that prefix first, so the draws are a fresh generate's. One Session per Model: another writer of the cache
+// (a plain generate or logits) makes it stale; clear() forgets it
+class Session {
+ public:
+  explicit Session(Model& m) : m_(m) {}
+  std::vector<int32_t> generate(std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token = {},
+                                GenerateStats* stats = nullptr, int64_t chunk = 32);
+  void clear() { cached_.clear(); }
+  const std::vector<int32_t>& cached() const { return cached_; }  // the tokens whose keys and values the cache holds
+
+ private:
+  Model& m_;
+  std::vector<int32_t> cached_;
+};
 
 }  // namespace tg::llm

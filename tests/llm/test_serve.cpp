@@ -281,6 +281,28 @@ TEST(LlmServe, ConcurrentClientsGetWhatTheyGetAlone) {
   for (auto& g : got_b) EXPECT_EQ(g, alone_b);
 }
 
+// a request that begins as the one before did (the same prompt and its reply, then more: a chat's next turn) feeds only
+// what follows that beginning (usage.prompt_tokens_details.cached_tokens), and its reply is what a fresh process prints
+TEST(LlmServe, ASharedBeginningComesFromTheCache) {
+  NEED_SERVER("llama");
+  std::string first = "the heat of the day";
+  Reply r1 = post(srv, "/v1/completions", json{{"prompt", first}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  int64_t p1 = r1.j()["usage"]["prompt_tokens"];
+  std::string longer = first + reply_text(r1.j()) + " and the";
+  Reply r2 = post(srv, "/v1/completions", json{{"prompt", longer}, {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_EQ(r2.status, 200) << r2.body;
+  int64_t cached = r2.j()["usage"]["prompt_tokens_details"]["cached_tokens"], p2 = r2.j()["usage"]["prompt_tokens"];
+  EXPECT_GE(cached, p1 - 1);  // the first prompt's tokens (its last may merge with the text after it)
+  EXPECT_LT(cached, p2);
+  std::string cli = cli_text(" --model " + shell_quote(models().model("llama")) + " -n 8 --temp 0 --prompt " + shell_quote(longer));
+  EXPECT_EQ(longer + reply_text(r2.j()) + "\n", cli);
+  // a prompt that shares nothing past BOS is fed whole again
+  Reply r3 = post(srv, "/v1/completions", json{{"prompt", "zebra"}, {"max_tokens", 2}, {"temperature", 0}});
+  ASSERT_EQ(r3.status, 200) << r3.body;
+  EXPECT_LE(r3.j()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 1);
+}
+
 // a client that goes away mid-stream stops its generation; the next request is served as if nothing happened
 TEST(LlmServe, ClientClosingMidStreamThenANewRequest) {
   NEED_SERVER("llama");
