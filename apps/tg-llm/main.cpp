@@ -114,12 +114,9 @@ int logprobs(llm::Model& m, const Options& o) {
   out += "], \"logprobs\": [";
   char buf[32];
   for (size_t t = 0; t < ids.size(); t++) {
-    const float* row = l.data() + t * V;
-    double mx = row[0], sum = 0;
-    for (size_t i = 0; i < V; i++) mx = std::max(mx, double(row[i]));
-    for (size_t i = 0; i < V; i++) sum += std::exp(double(row[i]) - mx);
+    std::vector<double> lp = llm::log_softmax(std::span(l).subspan(t * V, V));
     out += t ? ", [" : "[";
-    for (size_t i = 0; i < V; i++) std::snprintf(buf, sizeof buf, "%s%.9g", i ? ", " : "", double(row[i]) - mx - std::log(sum)), out += buf;
+    for (size_t i = 0; i < V; i++) std::snprintf(buf, sizeof buf, "%s%.9g", i ? ", " : "", lp[i]), out += buf;
     out += "]";
   }
   std::printf("%s]}\n", out.c_str());

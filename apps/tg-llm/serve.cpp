@@ -40,6 +40,9 @@ struct Job {
   int64_t max_tokens = 0;
   llm::SamplerParams sp;
   std::vector<std::string> stop;
+  int64_t logprobs = -1;    // the alternatives per token (0-20) when log-probabilities are asked for, else -1
+  bool echo = false;        // completions: the prompt's text (and with logprobs its tokens') before the reply's
+  std::string prompt_text;
   // the reply, written by the worker under mu
   std::mutex mu;
   std::condition_variable cv;
@@ -47,6 +50,7 @@ struct Job {
   bool done = false;
   std::string finish_reason, error;
   int64_t completion_tokens = 0, cached_tokens = 0;
+  std::vector<llm::TokenLogprob> prompt_lp, reply_lp;  // the echoed prompt's tokens after the first; the reply's
   std::atomic<bool> cancelled = false;  // the client went away
 };
 
@@ -102,7 +106,7 @@ std::shared_ptr<Job> parse_request(const std::string& body, bool chat, const llm
     json p = r.value("prompt", json());
     if (p.is_array() && p.size() == 1) p = p[0];
     if (!p.is_string()) throw BadRequest{400, "'prompt' (a string) is required", "prompt"};
-    text = p.get<std::string>();
+    job->prompt_text = text = p.get<std::string>();
   }
   job->prompt = m.tokenizer().encode(text);
   int64_t ctx = m.config().max_context, n = int64_t(job->prompt.size());
@@ -111,6 +115,15 @@ std::shared_ptr<Job> parse_request(const std::string& body, bool chat, const llm
     throw BadRequest{400, "the " + what + " has " + std::to_string(n) + " tokens, more than the context of " + std::to_string(ctx), what, "context_length_exceeded"};
   if (auto v = field<int64_t>(r, "n"); v && *v != 1) throw BadRequest{400, "only 'n': 1 is supported", "n"};
   job->stream = field<bool>(r, "stream").value_or(false);
+  // log-probabilities: completions' "logprobs": N alternatives and "echo"; chat's "logprobs": true and "top_logprobs": N
+  const char* lp_key = chat ? "top_logprobs" : "logprobs";
+  auto alternatives = field<int64_t>(r, lp_key);
+  if (alternatives && (*alternatives < 0 || *alternatives > 20)) throw BadRequest{400, std::string("'") + lp_key + "' must be between 0 and 20", lp_key};
+  bool wanted = chat ? field<bool>(r, "logprobs").value_or(false) : bool(alternatives);
+  if (chat && alternatives && !wanted) throw BadRequest{400, "'top_logprobs' needs 'logprobs': true", "top_logprobs"};
+  if (wanted) job->logprobs = alternatives.value_or(0);
+  if (!chat) job->echo = field<bool>(r, "echo").value_or(false);
+  if (job->logprobs >= 0 && job->stream) throw BadRequest{400, "log-probabilities are not streamed: ask without 'stream'", "stream"};
   auto max_tokens = field<int64_t>(r, "max_tokens");
   if (!max_tokens) max_tokens = field<int64_t>(r, "max_completion_tokens");
   job->max_tokens = max_tokens.value_or(ctx - n + 1);  // by default until the context is full (or a stop)
@@ -201,24 +214,29 @@ class Worker {
       j.cv.notify_all();
     };
     llm::GenerateStats st;
+    std::vector<llm::TokenLogprob> prompt_lp;
+    llm::Logprobs reply_lp{.top = std::max<int64_t>(j.logprobs, 0), .tokens = {}};
     std::string error;
     try {
       if (j.cancelled) throw tg::Error("the client went away");
       llm::Sampler s(j.sp);
       const std::vector<int32_t>& stops = m_.stop_tokens();
+      if (j.echo && j.logprobs >= 0) prompt_lp = session_.prompt_logprobs(j.prompt, j.logprobs, chunk_);
       session_.generate(j.prompt, j.max_tokens, s, [&](int32_t t) {
         if (j.cancelled) return false;
         if (std::find(stops.begin(), stops.end(), t) != stops.end()) return stop_token = true;  // not part of the text
         bool more = rt.add(m_.tokenizer().piece(t, false));
         publish();
         return more;
-      }, &st, chunk_);
+      }, &st, chunk_, j.logprobs >= 0 ? &reply_lp : nullptr);
+      if (stop_token) reply_lp.tokens.pop_back();  // not part of the text
       rt.add("", true);
     } catch (const std::exception& e) { error = e.what(); }
     publish();
     std::lock_guard l(j.mu);
     j.finish_reason = stop_token || rt.stopped ? "stop" : "length";
     j.completion_tokens = st.generated, j.cached_tokens = st.cached_tokens, j.error = error, j.done = true;
+    j.prompt_lp = std::move(prompt_lp), j.reply_lp = std::move(reply_lp.tokens);
     j.cv.notify_all();
   }
 
@@ -241,6 +259,47 @@ json error_body(const std::string& message, const std::string& type, const std::
 void reply_json(httplib::Response& res, const json& body, int status = 200) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+// OpenAI's legacy completions form: parallel arrays of token texts, log-probabilities, {text: log-probability} of the
+// alternatives and byte offsets into the choice's text (with echo the prompt's tokens first, the first without one)
+json completion_logprobs(const Job& j, const llm::Model& m) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  auto add = [&](int32_t token, const json& lp, const json& top) {
+    std::string p = m.tokenizer().piece(token, false);
+    tokens.push_back(p), lps.push_back(lp), tops.push_back(top), offsets.push_back(offset);
+    offset += p.size();
+  };
+  auto add_lp = [&](const llm::TokenLogprob& t) {
+    json top = json::object();
+    for (auto [id, lp] : t.top) top.emplace(m.tokenizer().piece(id, false), lp);  // of tokens with the same text, the likeliest
+    add(t.token, t.logprob, top);
+  };
+  if (j.echo) {
+    if (j.prompt.front() != m.tokenizer().bos()) add(j.prompt.front(), nullptr, nullptr);  // BOS has no text
+    for (const auto& t : j.prompt_lp) add_lp(t);
+  }
+  for (const auto& t : j.reply_lp) add_lp(t);
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+// the chat form: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}
+json chat_logprobs(const Job& j, const llm::Model& m) {
+  auto entry = [&](int32_t token, double lp) {
+    std::string p = m.tokenizer().piece(token, false);
+    json bytes = json::array();
+    for (unsigned char c : p) bytes.push_back(int(c));
+    return json{{"token", p}, {"logprob", lp}, {"bytes", bytes}};
+  };
+  json content = json::array();
+  for (const auto& t : j.reply_lp) {
+    json e = entry(t.token, t.logprob), top = json::array();
+    for (auto [id, lp] : t.top) top.push_back(entry(id, lp));
+    e["top_logprobs"] = top;
+    content.push_back(e);
+  }
+  return {{"content", content}};
 }
 
 std::string sse(const json& chunk) { return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"; }
@@ -268,7 +327,8 @@ int serve(llm::Model& m, const ServeOptions& o) {
         if (!job->error.empty()) return reply_json(res, error_body(job->error, "server_error"), 500);
         json choice = {{"index", 0}, {"finish_reason", job->finish_reason}};
         if (chat) choice["message"] = {{"role", "assistant"}, {"content", job->text}};
-        else choice["text"] = job->text, choice["logprobs"] = nullptr;
+        else choice["text"] = (job->echo ? job->prompt_text : "") + job->text;
+        choice["logprobs"] = job->logprobs < 0 ? json() : chat ? chat_logprobs(*job, m) : completion_logprobs(*job, m);
         json body = head;
         body["object"] = chat ? "chat.completion" : "text_completion";
         body["choices"] = json::array({choice});

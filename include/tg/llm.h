@@ -148,6 +148,23 @@ class Sampler {
   uint64_t state_;
 };
 
+// ** log-probabilities **
+
+// the log-softmax of raw logits, in float64 (a non-finite logit is a tg::Error)
+std::vector<double> log_softmax(std::span<const float> logits);
+// a token's log-probability under the model (the log-softmax of the raw logits, before any sampler filter) and the `top`
+// most likely tokens with theirs (by falling log-probability, ties to the lower id)
+struct TokenLogprob {
+  int32_t token = 0;
+  double logprob = 0;
+  std::vector<std::pair<int32_t, double>> top;
+};
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int64_t top = 0);
+struct Logprobs {  // given to generate: each sampled token's TokenLogprob with `top` alternatives, in order
+  int64_t top = 0;
+  std::vector<TokenLogprob> tokens;
+};
+
 // ** generation **
 
 struct GenerateStats {
@@ -159,7 +176,7 @@ struct GenerateStats {
 // (return false to stop); stops after a stop token (which is reported) or at the context's end. Returns the new tokens
 std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t n, Sampler& s,
                               const std::function<bool(int32_t)>& on_token = {}, int64_t start_pos = 0, GenerateStats* stats = nullptr,
-                              int64_t chunk = 32);
+                              int64_t chunk = 32, Logprobs* logprobs = nullptr);
 
 // the model's KV cache across generations (a chat's turns, a server's requests): each generate feeds only the prompt's
 // tokens after the longest prefix the cache holds (all but the last at most: its logits are needed) and gives the
@@ -169,7 +186,9 @@ class Session {
  public:
   explicit Session(Model& m) : m_(m) {}
   std::vector<int32_t> generate(std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token = {},
-                                GenerateStats* stats = nullptr, int64_t chunk = 32);
+                                GenerateStats* stats = nullptr, int64_t chunk = 32, Logprobs* logprobs = nullptr);
+  // each prompt token after the first given the ones before it (all positions' logits: the prompt is fed from 0)
+  std::vector<TokenLogprob> prompt_logprobs(std::span<const int32_t> prompt, int64_t top = 0, int64_t chunk = 32);
   void clear() { cached_.clear(); }
   const std::vector<int32_t>& cached() const { return cached_; }  // the tokens whose keys and values the cache holds
 

@@ -8,7 +8,7 @@
 namespace tg::llm {
 
 std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token,
-                              int64_t start_pos, GenerateStats* stats, int64_t chunk) {
+                              int64_t start_pos, GenerateStats* stats, int64_t chunk, Logprobs* logprobs) {
   using clock = std::chrono::steady_clock;
   if (prompt.empty()) throw Error("generate: the prompt has no tokens");
   int64_t ctx = m.config().max_context, pos = start_pos + int64_t(prompt.size());
@@ -25,6 +25,7 @@ std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t
   st.prompt_s = std::chrono::duration<double>(t1 - t0).count();
   while (int64_t(out.size()) < n) {
     int32_t t = s.sample(logits);
+    if (logprobs) logprobs->tokens.push_back(token_logprob(logits, t, logprobs->top));
     s.accept(t), out.push_back(t);
     bool stop = std::find(m.stop_tokens().begin(), m.stop_tokens().end(), t) != m.stop_tokens().end();
     if ((on_token && !on_token(t)) || stop || int64_t(out.size()) == n || pos >= ctx) break;
@@ -37,18 +38,29 @@ std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t
 }
 
 std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token,
-                                       GenerateStats* stats, int64_t chunk) {
+                                       GenerateStats* stats, int64_t chunk, Logprobs* logprobs) {
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
   for (size_t i = 0; i < keep; i++) s.accept(prompt[i]);
   std::vector<int32_t> out;
   GenerateStats st;
   cached_.clear();  // until it is known what the cache holds (an exception may leave a chunk half written)
-  out = tg::llm::generate(m_, prompt.subspan(keep), n, s, on_token, int64_t(keep), &st, chunk);
+  out = tg::llm::generate(m_, prompt.subspan(keep), n, s, on_token, int64_t(keep), &st, chunk, logprobs);
   st.cached_tokens = int64_t(keep);
   cached_.assign(prompt.begin(), prompt.end());
   if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);  // the last one was sampled, not fed
   if (stats) *stats = st;
+  return out;
+}
+
+std::vector<TokenLogprob> Session::prompt_logprobs(std::span<const int32_t> prompt, int64_t top, int64_t chunk) {
+  if (prompt.empty()) throw Error("prompt_logprobs: the prompt has no tokens");
+  cached_.clear();
+  std::vector<float> l = m_.logits(prompt, 0, true, chunk);
+  cached_.assign(prompt.begin(), prompt.end());
+  size_t V = size_t(m_.config().vocab_size);
+  std::vector<TokenLogprob> out;
+  for (size_t i = 1; i < prompt.size(); i++) out.push_back(token_logprob(std::span(l).subspan((i - 1) * V, V), prompt[i], top));
   return out;
 }
 

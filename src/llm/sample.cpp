@@ -25,6 +25,35 @@ Sampler::Sampler(SamplerParams p) : p_(p), state_(p.seed) {
     throw Error("sampler: need top_p > 0, min_p <= 1, repeat_penalty > 0, repeat_last_n >= 0 and a temperature that is a number");
 }
 
+std::vector<double> log_softmax(std::span<const float> logits) {
+  if (logits.empty()) throw Error("log_softmax: no logits");
+  double mx = -INFINITY, sum = 0;
+  for (size_t i = 0; i < logits.size(); i++) {
+    if (!std::isfinite(logits[i])) throw Error("log_softmax: logit " + std::to_string(i) + " is not finite");
+    mx = std::max(mx, double(logits[i]));
+  }
+  for (float x : logits) sum += std::exp(double(x) - mx);
+  std::vector<double> out(logits.size());
+  double lse = mx + std::log(sum);
+  for (size_t i = 0; i < logits.size(); i++) out[i] = double(logits[i]) - lse;
+  return out;
+}
+
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int64_t top) {
+  if (token < 0 || size_t(token) >= logits.size())
+    throw Error("token_logprob: token " + std::to_string(token) + " is not in the vocabulary of " + std::to_string(logits.size()));
+  std::vector<double> lp = log_softmax(logits);
+  TokenLogprob r{token, lp[size_t(token)], {}};
+  std::vector<int32_t> idx(lp.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  size_t k = std::min(size_t(std::max<int64_t>(top, 0)), idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + ptrdiff_t(k), idx.end(), [&](int32_t a, int32_t b) {
+    return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b);
+  });
+  for (size_t i = 0; i < k; i++) r.top.emplace_back(idx[i], lp[size_t(idx[i])]);
+  return r;
+}
+
 void Sampler::accept(int32_t token) { history_.push_back(token); }
 void Sampler::reset() { history_.clear(), state_ = p_.seed; }
 

@@ -293,6 +293,25 @@ void expect_dist(const Sampler& s, std::span<const float> l, const std::vector<s
 }
 }  // namespace
 
+// log-probabilities by hand: logits (0, ln 3, ln 3, -inf-ish) -> probabilities (1/7, 3/7, 3/7, ~0)
+TEST(LlmSampler, TokenLogprobByHand) {
+  std::vector<float> l = {0.0f, std::log(3.0f), std::log(3.0f), -80.0f};
+  std::vector<double> lp = tg::llm::log_softmax(l);
+  EXPECT_NEAR(lp[0], std::log(1.0 / 7), 1e-6);
+  EXPECT_NEAR(lp[1], std::log(3.0 / 7), 1e-6);
+  tg::llm::TokenLogprob t = tg::llm::token_logprob(l, 0, 2);
+  EXPECT_EQ(t.token, 0);
+  EXPECT_NEAR(t.logprob, std::log(1.0 / 7), 1e-6);
+  ASSERT_EQ(t.top.size(), 2u);
+  EXPECT_EQ(t.top[0].first, 1);  // a tie: the lower id first
+  EXPECT_EQ(t.top[1].first, 2);
+  EXPECT_EQ(tg::llm::token_logprob(l, 3, 10).top.size(), 4u);  // at most the vocabulary
+  EXPECT_THROW(tg::llm::token_logprob(l, 4), tg::Error);
+  EXPECT_THROW(tg::llm::token_logprob(l, -1), tg::Error);
+  l[2] = NAN;
+  EXPECT_THROW(tg::llm::log_softmax(l), tg::Error);
+}
+
 TEST(LlmSampler, HandDerivedDistributions) {
   expect_dist(Sampler(plain()), L4, {{0, .5}, {1, .25}, {2, .125}, {3, .125}});
   expect_dist(Sampler(plain(0.5)), L4, {{0, 16. / 22}, {1, 4. / 22}, {2, 1. / 22}, {3, 1. / 22}});  // p^(1/T)

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "llm/unicode.h"
+#include "tg/llm.h"
 #include "llm_models.h"
 
 using nlohmann::json;
@@ -251,6 +252,10 @@ TEST(LlmServe, BadRequestsAre4xxErrors) {
       {"/v1/completions", json{{"prompt", "a"}, {"stop", {""}}}.dump(), 400, "stop", "stop"},
       {"/v1/completions", json{{"prompt", "a"}, {"n", 2}}.dump(), 400, "'n'", "n"},
       {"/v1/embeddings", json{{"input", "a"}}.dump(), 404, "/v1/embeddings", ""},
+      {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 21}}.dump(), 400, "between 0 and 20", "logprobs"},
+      {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 1}, {"stream", true}}.dump(), 400, "not streamed", "stream"},
+      {"/v1/chat/completions", json{{"messages", user}, {"top_logprobs", 2}}.dump(), 400, "'logprobs': true", "top_logprobs"},
+      {"/v1/chat/completions", json{{"messages", user}, {"logprobs", true}, {"top_logprobs", -1}}.dump(), 400, "between 0 and 20", "top_logprobs"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path + " " + c.body.substr(0, 80));
@@ -301,6 +306,69 @@ TEST(LlmServe, ASharedBeginningComesFromTheCache) {
   Reply r3 = post(srv, "/v1/completions", json{{"prompt", "zebra"}, {"max_tokens", 2}, {"temperature", 0}});
   ASSERT_EQ(r3.status, 200) << r3.body;
   EXPECT_LE(r3.j()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 1);
+}
+
+// log-probabilities: a completion with echo gives each prompt token after BOS its log-probability given the tokens
+// before it, then each reply token's: the log-softmax (computed here) of Model::logits over prompt + reply in this
+// process; a greedy reply's tokens are the likeliest of their `logprobs` alternatives. Chat's form carries the same
+TEST(LlmServe, LogprobsAreTheModelsLogSoftmax) {
+  NEED_SERVER("llama");
+  tg::llm::Model m = tg::llm::Model::load(models().model("llama"));
+  std::vector<int32_t> ids = m.tokenizer().encode("the heat of");
+  ASSERT_EQ(ids[0], m.tokenizer().bos());
+  tg::llm::Sampler greedy({.temperature = 0});
+  std::vector<int32_t> reply = tg::llm::generate(m, ids, 4, greedy);
+  ASSERT_EQ(reply.size(), 4u);  // (a stop token would end it early: the test model has none in its first steps)
+  std::vector<int32_t> all = ids;
+  all.insert(all.end(), reply.begin(), reply.end());
+  size_t V = size_t(m.config().vocab_size);
+  std::vector<float> l = m.logits(all, 0, true);
+  auto expected = [&](size_t i) {  // log P(all[i] | all[:i])
+    const float* row = l.data() + (i - 1) * V;
+    double mx = *std::max_element(row, row + V), sum = 0;
+    for (size_t v = 0; v < V; v++) sum += std::exp(double(row[v]) - mx);
+    return double(row[all[i]]) - mx - std::log(sum);
+  };
+
+  Reply r = post(srv, "/v1/completions", json{{"prompt", "the heat of"}, {"max_tokens", 4}, {"temperature", 0}, {"logprobs", 3}, {"echo", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json c = r.j()["choices"][0];
+  EXPECT_EQ(c["text"].get<std::string>().rfind("the heat of", 0), 0u) << c["text"];
+  json lp = c["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), all.size() - 1) << lp;  // every token but BOS
+  size_t offset = 0;
+  for (size_t k = 0; k + 1 < all.size(); k++) {
+    SCOPED_TRACE(k);
+    double got = lp["token_logprobs"][k];
+    EXPECT_NEAR(got, expected(k + 1), 1e-3);
+    EXPECT_EQ(lp["text_offset"][k], offset);
+    offset += m.tokenizer().piece(all[k + 1], false).size();
+    json top = lp["top_logprobs"][k];
+    ASSERT_TRUE(top.is_object() && !top.empty() && top.size() <= 3) << top;
+    double best = -1e30;
+    for (auto& [text, v] : top.items()) best = std::max(best, v.get<double>());
+    EXPECT_GE(best + 1e-9, got);
+    if (k + 1 >= ids.size()) { EXPECT_NEAR(best, got, 1e-9); }  // greedy: the reply's token is the likeliest
+  }
+
+  Reply ch = post(srv, "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}});
+  ASSERT_EQ(ch.status, 200) << ch.body;
+  json content = ch.j()["choices"][0]["logprobs"]["content"];
+  int64_t n = ch.j()["usage"]["completion_tokens"];
+  std::string finish = ch.j()["choices"][0]["finish_reason"];
+  EXPECT_EQ(int64_t(content.size()), finish == "stop" ? n - 1 : n) << content;  // a stop token is not part of the reply
+  for (const json& e : content) {
+    ASSERT_EQ(e["top_logprobs"].size(), 2u) << e;
+    EXPECT_NEAR(e["top_logprobs"][0]["logprob"].get<double>(), e["logprob"].get<double>(), 1e-9);
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(), e["top_logprobs"][1]["logprob"].get<double>());
+    std::string bytes;
+    for (const json& b : e["bytes"]) bytes += char(b.get<int>());
+    std::string repaired;
+    tg::llm::unicode::utf8_repair(bytes, repaired);
+    if (repaired == bytes) { EXPECT_EQ(e["token"], bytes); }  // (the token's text is JSON's: invalid bytes replaced)
+  }
+  EXPECT_TRUE(ch.j()["choices"][0]["logprobs"].is_object());
+  EXPECT_TRUE(post(srv, "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}}).j()["choices"][0]["logprobs"].is_null());
 }
 
 // a client that goes away mid-stream stops its generation; the next request is served as if nothing happened
