@@ -7,7 +7,8 @@
 //   tg::llm::Sampler s({.temperature = 0.8, .seed = 1});
 //   tg::llm::generate(m, ids, 32, s, [&](int32_t t) { std::cout << m.tokenizer().piece(t) << std::flush; return true; });
 //
-// Architectures: llama (llama 2/3, mistral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm). GQA, RoPE (llama's pairs of
+// Architectures: llama (llama 2/3, mistral, mixtral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm), qwen2moe and qwen3moe
+// (mixtures of experts, a gated shared expert). GQA, RoPE (llama's pairs of
 // neighbours or neox's halves, rope.freq_base, linear rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
 // token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
 // them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer,
@@ -37,6 +38,13 @@ struct Config {
   double norm_eps = 1e-5, rope_theta = 10000.0, rope_scale = 1.0;  // rope_scale: positions are divided by it (linear)
   bool rope_neox = false;    // rotate (x[i], x[i + rope_dim/2]) (qwen) instead of (x[2i], x[2i+1]) (llama)
   bool qk_norm = false, qkv_bias = false, tied_embeddings = false;
+  // a mixture of experts (n_experts > 0, llama.cpp's keys): each token's FFN is the sum of the SwiGLUs of its
+  // n_experts_used best experts (hidden size expert_hidden_dim), weighted by the router's scores, plus a shared expert's
+  // where there is one; the first leading_dense_blocks layers keep a dense FFN of hidden_dim
+  int64_t n_experts = 0, n_experts_used = 0, expert_hidden_dim = 0, shared_hidden_dim = 0, leading_dense_blocks = 0;
+  enum class Gating { softmax = 1, sigmoid = 2 } gating = Gating::softmax;  // the router's scores ({arch}.expert_gating_func)
+  bool expert_weights_norm = false;  // the chosen experts' scores divided by their sum (mixtral, qwen3moe)
+  double expert_weights_scale = 1.0;
 };
 
 // the config a GGUF's metadata and tensors describe; a tg::Error names a missing key, an unsupported architecture or a
@@ -82,11 +90,19 @@ class Model {
     Tensor attn_norm;
     Linear wq, wk, wv, wo;
     Tensor ffn_norm;
-    Linear w_gate, w_up, w_down;
+    Linear w_gate, w_up, w_down;  // a dense FFN (empty in a layer of experts)
     Tensor cache_kv;
+    struct Experts {
+      Linear router;          // (n_experts, dim)
+      Tensor gate, up, down;  // (n_experts, out, in) as float32, decoded where an expert's rows are read
+      std::optional<Tensor> shared_gate_inp;  // (dim): the shared expert's sigmoid gate
+      std::optional<Linear> shared_gate, shared_up, shared_down;
+    };
+    std::optional<Experts> moe;
     std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
   };
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
+  Tensor ffn(const Layer& l, const Tensor& x) const;  // the dense SwiGLU or the layer's experts
   Tensor forward_at(const Tensor& tokens, const sint& start_pos, bool all_logits);
   sint start_var() const;
   void check_positions(int64_t start_pos, int64_t T) const;

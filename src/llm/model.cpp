@@ -54,13 +54,30 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   if (!a) throw Error("llm: the GGUF has no general.architecture");
   c.arch = a->str();
   if (c.arch == "llama" || c.arch == "mistral") c.rope_neox = false;
-  else if (c.arch == "qwen2" || c.arch == "qwen3") c.rope_neox = true;
-  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3)");
+  else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe") c.rope_neox = true;
+  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe)");
   const std::string p = c.arch + ".";
   c.n_layers = get_int(g, p + "block_count"), c.dim = get_int(g, p + "embedding_length");
-  c.hidden_dim = get_int(g, p + "feed_forward_length");
+  c.n_experts = get_int(g, p + "expert_count", 0);
+  if (c.n_experts > 0) {
+    c.n_experts_used = get_int(g, p + "expert_used_count"), c.expert_hidden_dim = get_int(g, p + "expert_feed_forward_length");
+    c.shared_hidden_dim = get_int(g, p + "expert_shared_feed_forward_length", 0);
+    c.leading_dense_blocks = get_int(g, p + "leading_dense_block_count", 0);
+    int64_t gating = get_int(g, p + "expert_gating_func", 1);
+    if (gating != 1 && gating != 2) throw Error("llm: expert_gating_func " + std::to_string(gating) + " is not supported (1 softmax, 2 sigmoid)");
+    c.gating = Config::Gating(gating);
+    // llama.cpp's defaults: mixtral (llama) and qwen3moe normalize the chosen experts' weights, qwen2moe does not
+    c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool() : c.arch != "qwen2moe";
+    c.expert_weights_scale = get_float(g, p + "expert_weights_scale", 1.0);
+    if (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0 || c.shared_hidden_dim < 0 ||
+        c.leading_dense_blocks < 0 || c.leading_dense_blocks > c.n_layers)
+      throw Error("llm: bad experts: expert_count " + std::to_string(c.n_experts) + ", expert_used_count " + std::to_string(c.n_experts_used) +
+                  ", expert_feed_forward_length " + std::to_string(c.expert_hidden_dim) + ", leading_dense_block_count " + std::to_string(c.leading_dense_blocks));
+  }
+  bool dense = c.n_experts == 0 || c.leading_dense_blocks > 0;
+  c.hidden_dim = get_int(g, p + "feed_forward_length", dense ? std::nullopt : std::optional<int64_t>(0));
   c.n_heads = get_int(g, p + "attention.head_count"), c.n_kv_heads = get_int(g, p + "attention.head_count_kv", c.n_heads);
-  if (c.n_layers <= 0 || c.dim <= 0 || c.hidden_dim <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
+  if (c.n_layers <= 0 || c.dim <= 0 || (dense && c.hidden_dim <= 0) || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
     throw Error("llm: bad sizes: block_count " + std::to_string(c.n_layers) + ", embedding_length " + std::to_string(c.dim) + ", heads " +
                 std::to_string(c.n_heads) + " / kv heads " + std::to_string(c.n_kv_heads) + " (must divide)");
   c.head_dim = get_int(g, p + "attention.key_length", c.dim / c.n_heads);
@@ -150,11 +167,21 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
   output_ = c.tied_embeddings ? embd : linear("output.weight", {c.vocab_size, c.dim});
   for (int64_t i = 0; i < c.n_layers; i++) {
     std::string b = "blk." + std::to_string(i) + ".";
+    bool experts = c.n_experts > 0 && i >= c.leading_dense_blocks;
+    auto dense = [&](const char* name, const Shape& shape) { return experts ? Linear{} : linear(b + name, shape); };
     Layer l{weight(b + "attn_norm.weight", {c.dim}).w, linear(b + "attn_q.weight", {q, c.dim}), linear(b + "attn_k.weight", {kv, c.dim}),
             linear(b + "attn_v.weight", {kv, c.dim}), linear(b + "attn_output.weight", {c.dim, q}), weight(b + "ffn_norm.weight", {c.dim}).w,
-            linear(b + "ffn_gate.weight", {c.hidden_dim, c.dim}), linear(b + "ffn_up.weight", {c.hidden_dim, c.dim}),
-            linear(b + "ffn_down.weight", {c.dim, c.hidden_dim}),
+            dense("ffn_gate.weight", {c.hidden_dim, c.dim}), dense("ffn_up.weight", {c.hidden_dim, c.dim}),
+            dense("ffn_down.weight", {c.dim, c.hidden_dim}),
             Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous()};
+    if (experts) {
+      int64_t E = c.n_experts, F = c.expert_hidden_dim, S = c.shared_hidden_dim;
+      l.moe = Layer::Experts{linear(b + "ffn_gate_inp.weight", {E, c.dim}), weight(b + "ffn_gate_exps.weight", {E, F, c.dim}).w,
+                             weight(b + "ffn_up_exps.weight", {E, F, c.dim}).w, weight(b + "ffn_down_exps.weight", {E, c.dim, F}).w};
+      if (S > 0)
+        l.moe->shared_gate = linear(b + "ffn_gate_shexp.weight", {S, c.dim}), l.moe->shared_up = linear(b + "ffn_up_shexp.weight", {S, c.dim}),
+        l.moe->shared_down = linear(b + "ffn_down_shexp.weight", {c.dim, S}), l.moe->shared_gate_inp = opt(b + "ffn_gate_inp_shexp.weight", {c.dim});
+    }
     if (c.qk_norm) l.q_norm = weight(b + "attn_q_norm.weight", {c.head_dim}).w, l.k_norm = weight(b + "attn_k_norm.weight", {c.head_dim}).w;
     l.bq = opt(b + "attn_q.bias", {q}), l.bk = opt(b + "attn_k.bias", {kv}), l.bv = opt(b + "attn_v.bias", {kv});
     raw.push_back(l.cache_kv);
@@ -182,7 +209,7 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
   };
   prepare(output_);
   for (auto& l : layers_)
-    for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);
+    for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);  // (a layer of experts: no dense FFN)
   Tensor::realize(dots);
   for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
     for (int32_t i = 0; i < tok_.n_vocab(); i++)
@@ -269,6 +296,33 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
 }
 
+// a mixture of experts as llama.cpp's build_moe_ffn: the router's scores, each token's n_experts_used best (their scores
+// normalized and scaled as the config says), each chosen expert's SwiGLU with its own weights (gathered by the expert's
+// index: the one-hot gather folds into loads of that expert's rows), summed by score; plus the shared expert
+Tensor Model::ffn(const Layer& l, const Tensor& x) const {
+  if (!l.moe) return lin(lin(x, l.w_gate).silu().contiguous() * lin(x, l.w_up), l.w_down);
+  const Config& c = cfg_;
+  const Layer::Experts& e = *l.moe;
+  Tensor logits = lin(x, e.router);  // (1, T, E)
+  Tensor scores = c.gating == Config::Gating::sigmoid ? logits.sigmoid() : logits.softmax(-1);
+  Tensor sel = scores.topk(c.n_experts_used, -1).second;  // (1, T, k)
+  Tensor w = scores.gather(-1, sel);
+  if (c.expert_weights_norm) w = w / w.sum(-1, true);
+  if (c.expert_weights_scale != 1.0) w = w * c.expert_weights_scale;
+  auto experts = [&](const Tensor& W, const Tensor& h) {  // h (1, T, 1 or k, in) -> (1, T, k, out)
+    return h.unsqueeze(-2).matmul(W[sel].transpose(-1, -2)).squeeze(-2);
+  };
+  Tensor h = x.unsqueeze(2);
+  Tensor y = experts(e.down, (experts(e.gate, h).silu() * experts(e.up, h)).contiguous());
+  Tensor out = (y * w.unsqueeze(-1)).sum(2);
+  if (e.shared_gate) {
+    Tensor s = lin(lin(x, *e.shared_gate).silu().contiguous() * lin(x, *e.shared_up), *e.shared_down);
+    if (e.shared_gate_inp) s = s * (x * *e.shared_gate_inp).sum(-1, true).sigmoid();
+    out = out + s;
+  }
+  return out;
+}
+
 Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) {
   if (tokens.ndim() != 2 || tokens.shape()[0] != 1 || tokens.shape()[1] < 1 || !tokens.dtype().is_int())
     throw Error("llm: forward takes int tokens of shape (1, T), got " + tokens.shape_str() + " " + std::string(tokens.dtype().name()));
@@ -285,7 +339,7 @@ Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits)
   for (Layer& l : layers_) {
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
-    x = (h + lin(lin(f, l.w_gate).silu().contiguous() * lin(f, l.w_up), l.w_down)).contiguous();
+    x = (h + ffn(l, f)).contiguous();
     // layer by layer: a prompt chunk's GEMMs repack their weights (tensor/gemm.cpp), and one schedule for the whole
     // model would hold every layer's packed copy at once; decode's capture would schedule the whole model's graph in
     // one go, its rewrites holding ~80K nodes at once (~35 MiB), where a layer's graph is a twelfth of that

@@ -51,6 +51,14 @@ MODELS = {  # name: arch, sizes, tokenizer, options
   "wide": dict(arch="llama", dim=512, ffn=512, layers=1, heads=8, kv=4, ctx=96, vocab=spm_vocab(), quant={"attn": Q.F16, "ffn": Q.F16}),
   "grid": dict(arch="llama", dim=256, ffn=256, layers=1, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.IQ3_XXS, "ffn": Q.IQ2_S, "token_embd": Q.IQ3_S}),
   # the types with an integer dot product in decode (Q4_K: random blocks too, gguf-py has no Q4_K quantizer)
+  # mixtures of experts: qwen3moe (the chosen weights normalized), mixtral (llama with experts, Q8_0 experts), qwen2moe
+  # (a gated shared expert, weights not normalized) with a dense first block and the sigmoid router
+  "moe": dict(arch="qwen3moe", dim=64, ffn=0, layers=2, heads=4, kv=2, head_dim=32, qk_norm=True, experts=4, used=2, expert_ffn=48,
+              theta=1000000.0, vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
+  "mixtral": dict(arch="llama", dim=64, ffn=0, layers=2, heads=4, kv=2, experts=4, used=2, expert_ffn=64, vocab=spm_vocab(),
+                  quant={"ffn": Q.Q8_0}),
+  "qwen2moe": dict(arch="qwen2moe", dim=64, ffn=96, layers=2, heads=4, kv=2, bias=True, experts=6, used=3, expert_ffn=32,
+                   shared_ffn=40, dense=1, gating=2, vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
   "kquant": dict(arch="llama", dim=256, ffn=512, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q4_K, "ffn": Q.Q8_0, "token_embd": Q.Q8_0, "output": Q.Q4_K}),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
@@ -83,7 +91,12 @@ def write(path, name, seed):
   v, d, hd = c["vocab"], c["dim"], c.get("head_dim", c["dim"] // c["heads"])
   n_vocab = len(v["tokens"])
   w = gguf.GGUFWriter(path, arch=c["arch"])
-  w.add_block_count(c["layers"]); w.add_context_length(c.get("ctx", 64)); w.add_embedding_length(d); w.add_feed_forward_length(c["ffn"])
+  w.add_block_count(c["layers"]); w.add_context_length(c.get("ctx", 64)); w.add_embedding_length(d)
+  if c["ffn"]: w.add_feed_forward_length(c["ffn"])
+  if c.get("experts"): w.add_expert_count(c["experts"]); w.add_expert_used_count(c["used"]); w.add_expert_feed_forward_length(c["expert_ffn"])
+  if c.get("shared_ffn"): w.add_expert_shared_feed_forward_length(c["shared_ffn"])
+  if c.get("dense"): w.add_leading_dense_block_count(c["dense"])
+  if c.get("gating"): w.add_expert_gating_func(gguf.ExpertGatingFuncType(c["gating"]))
   w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
   if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
   if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
@@ -110,7 +123,16 @@ def write(path, name, seed):
     if c.get("bias"): t(b + "attn_q.bias", c["heads"] * hd, scale=0.5); t(b + "attn_k.bias", c["kv"] * hd, scale=0.5); t(b + "attn_v.bias", c["kv"] * hd, scale=0.5)
     if c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
     norm(b + "ffn_norm.weight", d)
-    t(b + "ffn_gate.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_up.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_down.weight", d, c["ffn"], kind="ffn")
+    if c.get("experts") and i >= c.get("dense", 0):
+      e, ef = c["experts"], c["expert_ffn"]
+      t(b + "ffn_gate_inp.weight", e, d, scale=1.0)
+      t(b + "ffn_gate_exps.weight", e, ef, d, kind="ffn"); t(b + "ffn_up_exps.weight", e, ef, d, kind="ffn"); t(b + "ffn_down_exps.weight", e, d, ef, kind="ffn")
+      if c.get("shared_ffn"):
+        sf = c["shared_ffn"]
+        t(b + "ffn_gate_shexp.weight", sf, d); t(b + "ffn_up_shexp.weight", sf, d); t(b + "ffn_down_shexp.weight", d, sf)
+        t(b + "ffn_gate_inp_shexp.weight", d)
+    else:
+      t(b + "ffn_gate.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_up.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_down.weight", d, c["ffn"], kind="ffn")
   norm("output_norm.weight", d)
   if not c.get("tied"): t("output.weight", n_vocab, d, kind="output")
   w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
@@ -125,7 +147,12 @@ class Ref:
     self.types = {t.name: t.tensor_type for t in r.tensors}
     self.qdot = set()  # the types whose linears take int8 activations
     a = kv["general.architecture"]
-    self.neox = a in ("qwen2", "qwen3")
+    self.neox = a in ("qwen2", "qwen3", "qwen2moe", "qwen3moe")
+    # llama.cpp's mixture of experts: the router's softmax (1) or sigmoid (2) scores, the top `used` of them, divided by
+    # their sum where the architecture does (llama = mixtral, qwen3moe) or expert_weights_norm says so
+    self.used, self.gating = kv.get(f"{a}.expert_used_count", 0), kv.get(f"{a}.expert_gating_func", 1)
+    self.wnorm = bool(kv.get(f"{a}.expert_weights_norm", a in ("llama", "qwen3moe")))
+    self.wscale = kv.get(f"{a}.expert_weights_scale", 1.0)
     self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
     self.hd = kv.get(f"{a}.attention.key_length", kv[f"{a}.embedding_length"] // self.heads)
     self.eps, self.theta = kv[f"{a}.attention.layer_norm_rms_epsilon"], kv.get(f"{a}.rope.freq_base", 10000.0)
@@ -159,6 +186,28 @@ class Ref:
     out[ia], out[ib] = a * cos - b * sin, a * sin + b * cos
     return out
 
+  def swiglu(self, f, name):  # name: "...ffn_{}.weight" for gate, up, down
+    a = self.mm(f, name.format("gate"))
+    return self.mm((a / (1 + np.exp(-a))) * self.mm(f, name.format("up")), name.format("down"))
+
+  def moe(self, f, i):  # each token's chosen experts, one at a time
+    W, b = self.w, f"blk.{i}."
+    logits = f @ W[b + "ffn_gate_inp.weight"].T
+    if self.gating == 2: scores = 1 / (1 + np.exp(-logits))
+    else: scores = np.exp(logits - logits.max(-1, keepdims=True)); scores /= scores.sum(-1, keepdims=True)
+    out = np.zeros_like(f)
+    for t in range(f.shape[0]):
+      sel = np.argsort(-scores[t], kind="stable")[:self.used]
+      w = scores[t, sel] / (scores[t, sel].sum() if self.wnorm else 1) * self.wscale
+      for e, we in zip(sel, w):
+        a = f[t] @ W[b + "ffn_gate_exps.weight"][e].T
+        out[t] += we * (((a / (1 + np.exp(-a))) * (f[t] @ W[b + "ffn_up_exps.weight"][e].T)) @ W[b + "ffn_down_exps.weight"][e].T)
+    if b + "ffn_gate_shexp.weight" in W:
+      sh = self.swiglu(f, b + "ffn_{}_shexp.weight")
+      if b + "ffn_gate_inp_shexp.weight" in W: sh = sh / (1 + np.exp(-(f @ W[b + "ffn_gate_inp_shexp.weight"])))[:, None]
+      out += sh
+    return out
+
   def forward(self, tokens):  # log-softmax of every position, attending causally over the whole sequence
     W, T = self.w, len(tokens)
     x, pos = W["token_embd.weight"][tokens], np.arange(T, dtype=np.float64)
@@ -175,8 +224,7 @@ class Ref:
       p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
       x = x + self.mm(np.einsum("hts,shd->thd", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
       f = self.rms(x, g("ffn_norm.weight"))
-      a = self.mm(f, f"blk.{i}.ffn_gate.weight")
-      x = x + self.mm((a / (1 + np.exp(-a))) * self.mm(f, f"blk.{i}.ffn_up.weight"), f"blk.{i}.ffn_down.weight")
+      x = x + (self.moe(f, i) if f"blk.{i}.ffn_gate_inp.weight" in W else self.swiglu(f, f"blk.{i}.ffn_{{}}.weight"))
     l = self.mm(self.rms(x, W["output_norm.weight"]), "output.weight")
     m = l.max(-1, keepdims=True)
     return l - m - np.log(np.exp(l - m).sum(-1, keepdims=True))

@@ -165,6 +165,35 @@ TEST(LlmModel, GreedyContinuationMatchesOracle) {
   EXPECT_EQ(generate(m, p, 20, g2, [&](int32_t) { return false; }).size(), 1u);
 }
 
+// mixtures of experts: qwen3moe, mixtral (llama with Q8_0 experts) and qwen2moe (a gated shared expert, a dense first
+// block, the sigmoid router): the whole prompt, chunks of 3, then single tokens (decode under TinyJit, the router's top-k
+// in its kernels) through the cache, and a greedy continuation
+TEST(LlmModel, MixturesOfExpertsMatchOracle) {
+  NEED_MODELS();
+  const std::vector<int32_t>& p = PROMPT;
+  Config q = config_from_gguf(gguf::gguf_load(models().model("qwen2moe")));
+  EXPECT_EQ(std::vector<int64_t>({q.n_experts, q.n_experts_used, q.expert_hidden_dim, q.shared_hidden_dim, q.leading_dense_blocks, q.hidden_dim}),
+            std::vector<int64_t>({6, 3, 32, 40, 1, 96}));
+  EXPECT_TRUE(q.gating == Config::Gating::sigmoid && !q.expert_weights_norm);
+  Config x = config_from_gguf(gguf::gguf_load(models().model("mixtral")));
+  EXPECT_TRUE(x.gating == Config::Gating::softmax && x.expert_weights_norm && x.n_experts == 4 && x.hidden_dim == 0);
+  for (const char* name : {"moe", "mixtral", "qwen2moe"}) {
+    SCOPED_TRACE(name);
+    json ref = oracle(name, p, 8);
+    Model m = Model::load(models().model(name));
+    int64_t V = m.config().vocab_size;
+    expect_logprobs(m.logits(p, 0, true), V, ref);
+    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
+    l.insert(l.end(), tail.begin(), tail.end());
+    expect_logprobs(l, V, ref);
+    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
+    for (size_t i = 0; i < greedy.size(); i++)
+      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
+    Sampler s({.temperature = 0});
+    EXPECT_EQ(generate(m, p, 8, s), greedy);
+  }
+}
+
 TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   NEED_MODELS();
   Model m = Model::load(models().model("quant"));
@@ -248,6 +277,15 @@ TEST(LlmModel, BadInputIsAnError) {
   expect_err([&] { config_from_gguf(bad); }, "qwen2.block_count");
   bad = g, bad.kv["qwen2.attention.head_count_kv"] = gguf::Value{uint32_t(3)};
   expect_err([&] { config_from_gguf(bad); }, "must divide");
+  gguf::GGUF moe = gguf::gguf_load(models().model("qwen2moe"));
+  bad = moe, bad.kv["qwen2moe.expert_used_count"] = gguf::Value{uint32_t(7)};
+  expect_err([&] { config_from_gguf(bad); }, "expert_used_count 7");
+  bad = moe, bad.kv["qwen2moe.expert_gating_func"] = gguf::Value{uint32_t(3)};
+  expect_err([&] { config_from_gguf(bad); }, "expert_gating_func 3");
+  bad = moe;
+  for (auto& t : bad.tensors)
+    if (t.name == "blk.1.ffn_up_exps.weight") t.shape = {6, 32, 32};
+  expect_err([&] { Model m(bad); }, "blk.1.ffn_up_exps.weight");
   bad = g;
   for (auto& t : bad.tensors)
     if (t.name == "blk.1.ffn_up.weight") t.shape = {64, 128};
