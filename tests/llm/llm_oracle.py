@@ -51,6 +51,7 @@ MODELS = {  # name: arch, sizes, tokenizer, options
   "wide": dict(arch="llama", dim=512, ffn=512, layers=1, heads=8, kv=4, ctx=96, vocab=spm_vocab(), quant={"attn": Q.F16, "ffn": Q.F16}),
   "grid": dict(arch="llama", dim=256, ffn=256, layers=1, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.IQ3_XXS, "ffn": Q.IQ2_S, "token_embd": Q.IQ3_S}),
   # the types with an integer dot product in decode (Q4_K: random blocks too, gguf-py has no Q4_K quantizer)
+  "kquant": dict(arch="llama", dim=256, ffn=512, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q4_K, "ffn": Q.Q8_0, "token_embd": Q.Q8_0, "output": Q.Q4_K}),
   # mixtures of experts: qwen3moe (the chosen weights normalized), mixtral (llama with experts, Q8_0 experts), qwen2moe
   # (a gated shared expert, weights not normalized) with a dense first block and the sigmoid router
   "moe": dict(arch="qwen3moe", dim=64, ffn=0, layers=2, heads=4, kv=2, head_dim=32, qk_norm=True, experts=4, used=2, expert_ffn=48,
@@ -59,7 +60,6 @@ MODELS = {  # name: arch, sizes, tokenizer, options
                   quant={"ffn": Q.Q8_0}),
   "qwen2moe": dict(arch="qwen2moe", dim=64, ffn=96, layers=2, heads=4, kv=2, bias=True, experts=6, used=3, expert_ffn=32,
                    shared_ffn=40, dense=1, gating=2, vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
-  "kquant": dict(arch="llama", dim=256, ffn=512, layers=2, heads=4, kv=2, vocab=spm_vocab(), quant={"attn": Q.Q4_K, "ffn": Q.Q8_0, "token_embd": Q.Q8_0, "output": Q.Q4_K}),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
 
