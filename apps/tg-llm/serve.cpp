@@ -229,7 +229,7 @@ class Worker {
         publish();
         return more;
       }, &st, chunk_, j.logprobs >= 0 ? &reply_lp : nullptr);
-      if (stop_token) reply_lp.tokens.pop_back();  // not part of the text
+      if (stop_token && !reply_lp.tokens.empty()) reply_lp.tokens.pop_back();  // not part of the text
       rt.add("", true);
     } catch (const std::exception& e) { error = e.what(); }
     publish();
