@@ -8,7 +8,7 @@
 //   tg::llm::generate(m, ids, 32, s, [&](int32_t t) { std::cout << m.tokenizer().piece(t) << std::flush; return true; });
 //
 // Architectures: llama (llama 2/3, mistral, mixtral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm), qwen2moe and qwen3moe
-// (mixtures of experts, a gated shared expert). GQA, RoPE (llama's pairs of
+// (mixtures of experts, a gated shared expert), olmoe (experts, q/k RMSNorm over the whole projection). GQA, RoPE (llama's pairs of
 // neighbours or neox's halves, rope.freq_base, linear rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
 // token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
 // them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer,

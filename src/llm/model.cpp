@@ -54,8 +54,8 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   if (!a) throw Error("llm: the GGUF has no general.architecture");
   c.arch = a->str();
   if (c.arch == "llama" || c.arch == "mistral") c.rope_neox = false;
-  else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe") c.rope_neox = true;
-  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe)");
+  else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "olmoe") c.rope_neox = true;
+  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe)");
   const std::string p = c.arch + ".";
   c.n_layers = get_int(g, p + "block_count"), c.dim = get_int(g, p + "embedding_length");
   c.n_experts = get_int(g, p + "expert_count", 0);
@@ -66,8 +66,8 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
     int64_t gating = get_int(g, p + "expert_gating_func", 1);
     if (gating != 1 && gating != 2) throw Error("llm: expert_gating_func " + std::to_string(gating) + " is not supported (1 softmax, 2 sigmoid)");
     c.gating = Config::Gating(gating);
-    // llama.cpp's defaults: mixtral (llama) and qwen3moe normalize the chosen experts' weights, qwen2moe does not
-    c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool() : c.arch != "qwen2moe";
+    // llama.cpp's defaults: mixtral (llama) and qwen3moe normalize the chosen experts' weights, qwen2moe and olmoe do not
+    c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool() : c.arch == "llama" || c.arch == "qwen3moe";
     c.expert_weights_scale = get_float(g, p + "expert_weights_scale", 1.0);
     if (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0 || c.shared_hidden_dim < 0 ||
         c.leading_dense_blocks < 0 || c.leading_dense_blocks > c.n_layers)
@@ -182,7 +182,10 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
         l.moe->shared_gate = linear(b + "ffn_gate_shexp.weight", {S, c.dim}), l.moe->shared_up = linear(b + "ffn_up_shexp.weight", {S, c.dim}),
         l.moe->shared_down = linear(b + "ffn_down_shexp.weight", {c.dim, S}), l.moe->shared_gate_inp = opt(b + "ffn_gate_inp_shexp.weight", {c.dim});
     }
-    if (c.qk_norm) l.q_norm = weight(b + "attn_q_norm.weight", {c.head_dim}).w, l.k_norm = weight(b + "attn_k_norm.weight", {c.head_dim}).w;
+    if (c.qk_norm) {  // per head, or (olmoe) over the whole projection
+      bool full = g_.info(b + "attn_q_norm.weight").shape == Shape{q};
+      l.q_norm = weight(b + "attn_q_norm.weight", {full ? q : c.head_dim}).w, l.k_norm = weight(b + "attn_k_norm.weight", {full ? kv : c.head_dim}).w;
+    }
     l.bq = opt(b + "attn_q.bias", {q}), l.bk = opt(b + "attn_k.bias", {kv}), l.bv = opt(b + "attn_v.bias", {kv});
     raw.push_back(l.cache_kv);
     layers_.push_back(std::move(l));
@@ -266,10 +269,12 @@ Tensor Model::rope(const Tensor& x, const sint& start_pos) const {
 Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   const Config& c = cfg_;
   int64_t T = x.shape()[1];
-  Tensor q = lin(x, l.wq, l.bq).reshape({1, T, c.n_heads, c.head_dim});
-  Tensor k = lin(x, l.wk, l.bk).reshape({1, T, c.n_kv_heads, c.head_dim});
+  Tensor q = lin(x, l.wq, l.bq), k = lin(x, l.wk, l.bk);
+  bool full_norm = l.q_norm && l.q_norm->shape()[0] != c.head_dim;  // olmoe: q and k normed before they split into heads
+  if (full_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
+  q = q.reshape({1, T, c.n_heads, c.head_dim}), k = k.reshape({1, T, c.n_kv_heads, c.head_dim});
   Tensor v = lin(x, l.wv, l.bv).reshape({1, T, c.n_kv_heads, c.head_dim});
-  if (l.q_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
+  if (l.q_norm && !full_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
   q = rope(q.transpose(1, 2), start_pos), k = rope(k.transpose(1, 2), start_pos), v = v.transpose(1, 2);
   // keys and values are GEMMs (matrix-vector products in decode) of their own: fused into the cache write (a stack of
   // two reduces), the kernel loses the GEMM tile (a prompt chunk's ran at a fraction of a GFLOP/s) or decode's 8 rows

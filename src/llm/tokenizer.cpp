@@ -14,7 +14,7 @@ Tokenizer::Tokenizer(const Vocab& v) {
     throw Error("tokenizer: unsupported model '" + v.model + "' (tokenizer.ggml.model: gpt2 or llama)");
   m->spm = v.model == "llama";
   if (!m->spm) {
-    if (v.pre == "default" || v.pre == "gpt2" || v.pre == "gpt-2") m->pre = Pre::GPT2;
+    if (v.pre == "default" || v.pre == "gpt2" || v.pre == "gpt-2" || v.pre == "olmo" || v.pre == "mpt") m->pre = Pre::GPT2;  // (llama.cpp: one regex)
     else if (v.pre == "llama3" || v.pre == "llama-bpe" || v.pre == "llama-v3") m->pre = Pre::LLAMA3, m->ignore_merges = true;
     else if (v.pre == "qwen2") m->pre = Pre::QWEN2;
     else throw Error("tokenizer: unsupported pre-tokenizer '" + v.pre + "' (tokenizer.ggml.pre: default, gpt-2, llama3, llama-bpe, qwen2)");

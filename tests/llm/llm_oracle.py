@@ -60,6 +60,9 @@ MODELS = {  # name: arch, sizes, tokenizer, options
                   quant={"ffn": Q.Q8_0}),
   "qwen2moe": dict(arch="qwen2moe", dim=64, ffn=96, layers=2, heads=4, kv=2, bias=True, experts=6, used=3, expert_ffn=32,
                    shared_ffn=40, dense=1, gating=2, vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
+  # olmoe: q and k RMSNorm over the whole projection (not per head), 8 experts, weights not normalized
+  "olmoe": dict(arch="olmoe", dim=64, ffn=0, layers=2, heads=4, kv=4, qk_norm="full", experts=8, used=2, expert_ffn=32,
+                vocab=bpe_vocab("olmo", ["<|endoftext|>", "<|padding|>"])),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
 
@@ -121,7 +124,8 @@ def write(path, name, seed):
     t(b + "attn_q.weight", c["heads"] * hd, d, kind="attn"); t(b + "attn_k.weight", c["kv"] * hd, d, kind="attn")
     t(b + "attn_v.weight", c["kv"] * hd, d, kind="attn"); t(b + "attn_output.weight", d, c["heads"] * hd, kind="attn")
     if c.get("bias"): t(b + "attn_q.bias", c["heads"] * hd, scale=0.5); t(b + "attn_k.bias", c["kv"] * hd, scale=0.5); t(b + "attn_v.bias", c["kv"] * hd, scale=0.5)
-    if c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
+    if c.get("qk_norm") == "full": norm(b + "attn_q_norm.weight", c["heads"] * hd); norm(b + "attn_k_norm.weight", c["kv"] * hd)
+    elif c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
     norm(b + "ffn_norm.weight", d)
     if c.get("experts") and i >= c.get("dense", 0):
       e, ef = c["experts"], c["expert_ffn"]
@@ -147,7 +151,7 @@ class Ref:
     self.types = {t.name: t.tensor_type for t in r.tensors}
     self.qdot = set()  # the types whose linears take int8 activations
     a = kv["general.architecture"]
-    self.neox = a in ("qwen2", "qwen3", "qwen2moe", "qwen3moe")
+    self.neox = a in ("qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe")
     # llama.cpp's mixture of experts: the router's softmax (1) or sigmoid (2) scores, the top `used` of them, divided by
     # their sum where the architecture does (llama = mixtral, qwen3moe) or expert_weights_norm says so
     self.used, self.gating = kv.get(f"{a}.expert_used_count", 0), kv.get(f"{a}.expert_gating_func", 1)
@@ -215,8 +219,10 @@ class Ref:
       g = lambda n: W[f"blk.{i}.{n}"]
       h = self.rms(x, g("attn_norm.weight"))
       q, k, v = (self.mm(h, f"blk.{i}.attn_{n}.weight") + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
+      full = f"blk.{i}.attn_q_norm.weight" in W and W[f"blk.{i}.attn_q_norm.weight"].size == q.shape[-1]  # olmoe: before the heads
+      if full: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
       q, k, v = q.reshape(T, self.heads, self.hd), k.reshape(T, self.kv, self.hd), v.reshape(T, self.kv, self.hd)
-      if f"blk.{i}.attn_q_norm.weight" in W: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
+      if f"blk.{i}.attn_q_norm.weight" in W and not full: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
       q, k = self.rope(q, pos), self.rope(k, pos)
       rep = self.heads // self.kv
       k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # query head j reads kv head j // rep

@@ -165,8 +165,8 @@ TEST(LlmModel, GreedyContinuationMatchesOracle) {
   EXPECT_EQ(generate(m, p, 20, g2, [&](int32_t) { return false; }).size(), 1u);
 }
 
-// mixtures of experts: qwen3moe, mixtral (llama with Q8_0 experts) and qwen2moe (a gated shared expert, a dense first
-// block, the sigmoid router): the whole prompt, chunks of 3, then single tokens (decode under TinyJit, the router's top-k
+// mixtures of experts: qwen3moe, mixtral (llama with Q8_0 experts), qwen2moe (a gated shared expert, a dense first
+// block, the sigmoid router) and olmoe (q and k normed over the whole projection): the whole prompt, chunks of 3, then single tokens (decode under TinyJit, the router's top-k
 // in its kernels) through the cache, and a greedy continuation
 TEST(LlmModel, MixturesOfExpertsMatchOracle) {
   NEED_MODELS();
@@ -177,7 +177,9 @@ TEST(LlmModel, MixturesOfExpertsMatchOracle) {
   EXPECT_TRUE(q.gating == Config::Gating::sigmoid && !q.expert_weights_norm);
   Config x = config_from_gguf(gguf::gguf_load(models().model("mixtral")));
   EXPECT_TRUE(x.gating == Config::Gating::softmax && x.expert_weights_norm && x.n_experts == 4 && x.hidden_dim == 0);
-  for (const char* name : {"moe", "mixtral", "qwen2moe"}) {
+  Config o = config_from_gguf(gguf::gguf_load(models().model("olmoe")));
+  EXPECT_TRUE(o.rope_neox && o.qk_norm && !o.expert_weights_norm && o.n_experts == 8);
+  for (const char* name : {"moe", "mixtral", "qwen2moe", "olmoe"}) {
     SCOPED_TRACE(name);
     json ref = oracle(name, p, 8);
     Model m = Model::load(models().model(name));
