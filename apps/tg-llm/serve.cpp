@@ -42,6 +42,7 @@ struct Job {
   std::vector<std::string> stop;
   int64_t logprobs = -1;    // the alternatives per token (0-20) when log-probabilities are asked for, else -1
   bool echo = false;        // completions: the prompt's text (and with logprobs its tokens') before the reply's
+  bool stream_usage = false;  // stream_options.include_usage: a last chunk with the usage
   std::string prompt_text;
   // the reply, written by the worker under mu
   std::mutex mu;
@@ -115,6 +116,10 @@ std::shared_ptr<Job> parse_request(const std::string& body, bool chat, const llm
     throw BadRequest{400, "the " + what + " has " + std::to_string(n) + " tokens, more than the context of " + std::to_string(ctx), what, "context_length_exceeded"};
   if (auto v = field<int64_t>(r, "n"); v && *v != 1) throw BadRequest{400, "only 'n': 1 is supported", "n"};
   job->stream = field<bool>(r, "stream").value_or(false);
+  if (json so = r.value("stream_options", json()); !so.is_null()) {
+    if (!so.is_object()) throw BadRequest{400, "'stream_options' must be an object", "stream_options"};
+    job->stream_usage = field<bool>(so, "include_usage").value_or(false);
+  }
   // log-probabilities: completions' "logprobs": N alternatives and "echo"; chat's "logprobs": true and "top_logprobs": N
   const char* lp_key = chat ? "top_logprobs" : "logprobs";
   auto alternatives = field<int64_t>(r, lp_key);
@@ -302,6 +307,11 @@ json chat_logprobs(const Job& j, const llm::Model& m) {
   return {{"content", content}};
 }
 
+json usage(const Job& j) {
+  int64_t p = int64_t(j.prompt.size()), c = j.completion_tokens;
+  return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}, {"prompt_tokens_details", {{"cached_tokens", j.cached_tokens}}}};
+}
+
 std::string sse(const json& chunk) { return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"; }
 
 }  // namespace
@@ -332,8 +342,7 @@ int serve(llm::Model& m, const ServeOptions& o) {
         json body = head;
         body["object"] = chat ? "chat.completion" : "text_completion";
         body["choices"] = json::array({choice});
-        int64_t p = int64_t(job->prompt.size()), c = job->completion_tokens;
-        body["usage"] = {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}, {"prompt_tokens_details", {{"cached_tokens", job->cached_tokens}}}};
+        body["usage"] = usage(*job);
         return reply_json(res, body);
       }
       // one event per piece of new text: {"choices": [{"delta": {"content": ...}}]} (chat) or {"choices": [{"text": ...}]}
@@ -348,7 +357,7 @@ int serve(llm::Model& m, const ServeOptions& o) {
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
-          [job, chunk, chat, sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
+          [job, chunk, chat, head, sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
             std::string out;
             bool done = false;
             if (!started && chat) out = chunk("", nullptr, true);
@@ -360,6 +369,11 @@ int serve(llm::Model& m, const ServeOptions& o) {
               if ((done = job->done)) {
                 if (!job->error.empty()) out += sse(error_body(job->error, "server_error"));
                 else out += chunk("", job->finish_reason);
+                if (job->error.empty() && job->stream_usage) {
+                  json u = head;
+                  u["choices"] = json::array(), u["usage"] = usage(*job);
+                  out += sse(u);
+                }
                 out += "data: [DONE]\n\n";
               }
             }

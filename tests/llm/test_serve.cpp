@@ -371,6 +371,27 @@ TEST(LlmServe, LogprobsAreTheModelsLogSoftmax) {
   EXPECT_TRUE(post(srv, "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}}).j()["choices"][0]["logprobs"].is_null());
 }
 
+// stream_options.include_usage: one more event before [DONE], with no choices and the usage the whole reply reports
+TEST(LlmServe, StreamIncludesUsageWhenAsked) {
+  NEED_SERVER("llama");
+  json req = {{"prompt", "the heat"}, {"max_tokens", 5}, {"temperature", 0}};
+  json whole = post(srv, "/v1/completions", req).j();
+  req["stream"] = true, req["stream_options"] = {{"include_usage", true}};
+  Reply r = post(srv, "/v1/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::string> ev = events(r.body);
+  ASSERT_GE(ev.size(), 3u) << r.body;
+  EXPECT_EQ(ev.back(), "[DONE]");
+  json u = json::parse(ev[ev.size() - 2]);
+  EXPECT_TRUE(u["choices"].is_array() && u["choices"].empty()) << u;
+  EXPECT_EQ(u["usage"]["completion_tokens"], whole["usage"]["completion_tokens"]);
+  EXPECT_EQ(u["usage"]["prompt_tokens"], whole["usage"]["prompt_tokens"]);
+  std::string text;
+  for (size_t i = 0; i + 2 < ev.size(); i++) text += json::parse(ev[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, reply_text(whole));
+  EXPECT_EQ(post(srv, "/v1/completions", json{{"prompt", "a"}, {"stream", true}, {"stream_options", 3}}).status, 400);
+}
+
 // a client that goes away mid-stream stops its generation; the next request is served as if nothing happened
 TEST(LlmServe, ClientClosingMidStreamThenANewRequest) {
   NEED_SERVER("llama");
