@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "tg/context.h"
 #include "tg/jit.h"
 #include "tg/llm_train.h"
+#include "tg/lr_scheduler.h"
 #include "tg/optim.h"
 #include "tg/state.h"
 #include "tg/tg.h"
@@ -26,7 +28,7 @@ using tg::Tensor;
 namespace fs = std::filesystem;
 
 struct Options {
-  int64_t steps = 300, batch = 16, seed = 1, vocab = 1024, eval_every = 50;
+  int64_t steps = 300, batch = 16, seed = 1, vocab = 1024, eval_every = 50, warmup = 0;
   tg::llm::TrainConfig model;
   double lr = 1e-3;
   std::string out = "train_llm.gguf", data = "/usr/share/games/fortunes";
@@ -37,11 +39,17 @@ static Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      std::printf("usage: %s [--steps N] [--batch N] [--lr X] [--seed N] [--dim N] [--layers N] [--heads N] [--ffn N] [--context N]\n"
-                  "          [--vocab N] [--eval-every N] [--data DIR] [--out FILE]\n"
+      std::printf("usage: %s [--steps N] [--batch N] [--lr X] [--warmup N] [--seed N] [--dim N] [--layers N] [--heads N] [--kv-heads N]\n"
+                  "          [--tied] [--ffn N] [--context N] [--vocab N] [--eval-every N] [--data DIR] [--out FILE]\n"
                   "  trains a llama (default d 256, 4 layers, 4 heads, ffn 768, context 128, BPE vocab 1024) with AdamW on the\n"
-                  "  fortune files in DIR (default /usr/share/games/fortunes; 5%% of the fortunes held out) and writes FILE (GGUF)\n", argv[0]);
+                  "  fortune files in DIR (default /usr/share/games/fortunes; 5%% of the fortunes held out) and writes FILE (GGUF).\n"
+                  "  --kv-heads: grouped-query attention; --tied: the output projection is the embedding; --warmup N: the lr\n"
+                  "  rises linearly from lr/10 over N steps, then falls linearly to lr/100 at the last step (one-cycle)\n", argv[0]);
       std::exit(0);
+    }
+    if (a == "--tied") {
+      o.model.tied_embeddings = true;
+      continue;
     }
     if (i + 1 >= argc) throw tg::Error("option " + a + " needs a value (see --help)");
     std::string v = argv[++i];
@@ -53,6 +61,8 @@ static Options parse(int argc, char** argv) {
     else if (a == "--dim") num(o.model.dim);
     else if (a == "--layers") num(o.model.n_layers);
     else if (a == "--heads") num(o.model.n_heads);
+    else if (a == "--kv-heads") num(o.model.n_kv_heads);
+    else if (a == "--warmup") num(o.warmup);
     else if (a == "--ffn") num(o.model.hidden_dim);
     else if (a == "--context") num(o.model.context);
     else if (a == "--vocab") num(o.vocab);
@@ -61,8 +71,8 @@ static Options parse(int argc, char** argv) {
     else if (a == "--out") o.out = v;
     else throw tg::Error("unknown option " + a + " (see --help)");
   }
-  if (o.steps < 0 || o.batch <= 0 || !(o.lr > 0) || o.eval_every <= 0 || o.vocab > INT32_MAX)
-    throw tg::Error("--steps must be >= 0, --batch, --lr and --eval-every > 0");
+  if (o.steps < 0 || o.batch <= 0 || !(o.lr > 0) || o.eval_every <= 0 || o.vocab > INT32_MAX || o.warmup < 0 || o.warmup >= std::max<int64_t>(o.steps, 1))
+    throw tg::Error("--steps must be >= 0, --batch, --lr and --eval-every > 0, --warmup in [0, steps)");
   return o;
 }
 
@@ -120,12 +130,17 @@ int main(int argc, char** argv) try {
   o.model.vocab_size = tok.n_vocab();
   tg::llm::TrainModel model(o.model);
   auto opt = tg::nn::optim::AdamW(tg::nn::state::get_parameters(model), o.lr);
+  // the schedule's lr is computed on the device from its step counter, so the captured step replays it
+  std::optional<tg::nn::optim::OneCycleLR> sched;
+  if (o.warmup > 0) sched.emplace(opt, o.lr, 10.0, 10.0, o.steps, double(o.warmup) / double(o.steps));
   tg::TinyJit<Tensor> train_step([&](const std::vector<Tensor>& in) {
     tg::Context training({{"TRAINING", 1}});
     opt.zero_grad();
     Tensor loss = model.loss(in[0], in[1]);
     loss.backward();
     std::vector<Tensor> todo = opt.schedule_step();
+    if (sched)
+      for (Tensor& t : sched->schedule_step()) todo.push_back(t);
     todo.push_back(loss);
     Tensor::realize(todo);
     return loss;

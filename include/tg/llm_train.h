@@ -1,7 +1,7 @@
 #pragma once
 // tg::llm::TrainModel: the llama tg::llm::Model runs, as trainable tg::nn layers (apps/train_llm.cpp). Its forward
 // takes whole windows (no KV cache: a causal mask), RoPE on pairs of neighbours (x[2i], x[2i+1]) as Model does for
-// arch "llama"; save() writes the F32 GGUF (llama metadata, untied output, the tokenizer) that Model::load computes
+// arch "llama"; save() writes the F32 GGUF (llama metadata, the tokenizer; GQA and tied embeddings as configured) that Model::load computes
 // the same logits from.
 //
 //   tg::llm::TrainModel m({.vocab_size = 512, .dim = 64, .n_layers = 2});
@@ -18,6 +18,8 @@ namespace tg::llm {
 
 struct TrainConfig {
   int64_t vocab_size = 0, dim = 256, n_layers = 4, n_heads = 4, hidden_dim = 768, context = 128;
+  int64_t n_kv_heads = 0;        // grouped-query attention: heads of keys and values (0: n_heads; must divide n_heads)
+  bool tied_embeddings = false;  // the output projection is the token embedding (no output.weight in the GGUF)
   double norm_eps = 1e-5, rope_theta = 10000.0;
 };
 

@@ -7,7 +7,8 @@
 namespace tg::llm {
 
 TrainModel::Block::Block(const TrainConfig& c)
-    : attn_norm(c.dim, c.norm_eps), ffn_norm(c.dim, c.norm_eps), q(c.dim, c.dim, false), k(c.dim, c.dim, false), v(c.dim, c.dim, false),
+    : attn_norm(c.dim, c.norm_eps), ffn_norm(c.dim, c.norm_eps), q(c.dim, c.dim, false), k(c.dim, c.dim / c.n_heads * c.n_kv_heads, false),
+      v(c.dim, c.dim / c.n_heads * c.n_kv_heads, false),
       o(c.dim, c.dim, false), gate(c.dim, c.hidden_dim, false), up(c.dim, c.hidden_dim, false), down(c.hidden_dim, c.dim, false) {}
 
 void TrainModel::Block::visit_state(nn::StateVisitor& s) {
@@ -15,17 +16,20 @@ void TrainModel::Block::visit_state(nn::StateVisitor& s) {
   s("ffn_gate", gate), s("ffn_up", up), s("ffn_down", down);
 }
 
-static TrainConfig checked(const TrainConfig& c) {
-  if (c.vocab_size <= 0 || c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.hidden_dim <= 0 || c.context <= 0 || c.dim % (2 * c.n_heads))
+static TrainConfig checked(TrainConfig c) {
+  if (c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
+  if (c.vocab_size <= 0 || c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.hidden_dim <= 0 || c.context <= 0 || c.dim % (2 * c.n_heads) ||
+      c.n_kv_heads < 0 || c.n_heads % c.n_kv_heads)
     throw Error("TrainModel: bad sizes: vocab " + std::to_string(c.vocab_size) + ", dim " + std::to_string(c.dim) + ", layers " +
-                std::to_string(c.n_layers) + ", heads " + std::to_string(c.n_heads) + ", ffn " + std::to_string(c.hidden_dim) + ", context " +
-                std::to_string(c.context) + " (all positive, dim a multiple of 2 * heads)");
+                std::to_string(c.n_layers) + ", heads " + std::to_string(c.n_heads) + " / kv heads " + std::to_string(c.n_kv_heads) + ", ffn " +
+                std::to_string(c.hidden_dim) + ", context " + std::to_string(c.context) +
+                " (all positive, dim a multiple of 2 * heads, kv heads dividing heads)");
   return c;
 }
 
 TrainModel::TrainModel(const TrainConfig& c)
-    : c_(checked(c)), embd_(c.vocab_size, c.dim), norm_(c.dim, c.norm_eps), output_(c.dim, c.vocab_size, false) {
-  for (int64_t i = 0; i < c.n_layers; i++) blocks_.emplace_back(c);
+    : c_(checked(c)), embd_(c.vocab_size, c.dim), norm_(c.dim, c.norm_eps), output_(c.dim, c.tied_embeddings ? 1 : c.vocab_size, false) {
+  for (int64_t i = 0; i < c.n_layers; i++) blocks_.emplace_back(c_);
   int64_t h = c.dim / c.n_heads / 2;
   std::vector<float> cs(size_t(c.context * h)), sn(cs.size());
   for (int64_t p = 0; p < c.context; p++)
@@ -37,7 +41,8 @@ TrainModel::TrainModel(const TrainConfig& c)
 }
 
 void TrainModel::visit_state(nn::StateVisitor& v) {
-  v("token_embd", embd_), v("blk", blocks_), v("output_norm", norm_), v("output", output_);
+  v("token_embd", embd_), v("blk", blocks_), v("output_norm", norm_);
+  if (!c_.tied_embeddings) v("output", output_);
 }
 
 Tensor TrainModel::rope(const Tensor& x) const {
@@ -52,19 +57,20 @@ Tensor TrainModel::operator()(const Tensor& tokens) const {
   if (tokens.ndim() != 2 || !tokens.dtype().is_int() || tokens.shape()[1] < 1 || tokens.shape()[1] > c_.context)
     throw Error("TrainModel: takes int tokens (B, T) with 1 <= T <= " + std::to_string(c_.context) + ", got " + tokens.shape_str() + " " +
                 std::string(tokens.dtype().name()));
-  int64_t B = tokens.shape()[0], T = tokens.shape()[1], H = c_.n_heads, hd = c_.dim / H;
+  int64_t B = tokens.shape()[0], T = tokens.shape()[1], H = c_.n_heads, KV = c_.n_kv_heads, hd = c_.dim / H;
   Tensor mask = Tensor::full({T, T}, -INFINITY).triu(1);
   Tensor x = embd_(tokens);
   for (const Block& l : blocks_) {
     Tensor n = l.attn_norm(x);
-    auto heads = [&](const nn::Linear& w) { return w(n).reshape({B, T, H, hd}).transpose(1, 2); };
-    Tensor q = rope(heads(l.q)), k = rope(heads(l.k)), v = heads(l.v);
+    auto heads = [&](const nn::Linear& w, int64_t h) { return w(n).reshape({B, T, h, hd}).transpose(1, 2); };
+    // query head j reads key/value head j / (H / KV)
+    Tensor q = rope(heads(l.q, H)), k = rope(heads(l.k, KV)).repeat_interleave(H / KV, 1), v = heads(l.v, KV).repeat_interleave(H / KV, 1);
     Tensor a = (q.matmul(k.transpose(-2, -1)) / std::sqrt(double(hd)) + mask).softmax(-1).matmul(v);
     Tensor h = x + l.o(a.transpose(1, 2).reshape({B, T, c_.dim}));
     Tensor f = l.ffn_norm(h);
     x = h + l.down(l.gate(f).silu() * l.up(f));
   }
-  return output_(norm_(x));
+  return c_.tied_embeddings ? norm_(x).matmul(embd_.weight.transpose(0, 1)) : output_(norm_(x));
 }
 
 Tensor TrainModel::loss(const Tensor& x, const Tensor& y) const {
@@ -86,7 +92,7 @@ std::pair<gguf::KV, std::vector<std::pair<std::string, Tensor>>> TrainModel::to_
   gguf::KV kv = {{"general.architecture", {std::string("llama")}}, {"general.name", {std::string("tinygrad.cpp train_llm")}},
                  {"llama.context_length", u32(c_.context)}, {"llama.embedding_length", u32(c_.dim)}, {"llama.block_count", u32(c_.n_layers)},
                  {"llama.feed_forward_length", u32(c_.hidden_dim)}, {"llama.attention.head_count", u32(c_.n_heads)},
-                 {"llama.attention.head_count_kv", u32(c_.n_heads)}, {"llama.rope.dimension_count", u32(c_.dim / c_.n_heads)},
+                 {"llama.attention.head_count_kv", u32(c_.n_kv_heads)}, {"llama.rope.dimension_count", u32(c_.dim / c_.n_heads)},
                  {"llama.attention.layer_norm_rms_epsilon", {float(c_.norm_eps)}}, {"llama.rope.freq_base", {float(c_.rope_theta)}},
                  {"tokenizer.ggml.model", {vocab.model}}, {"tokenizer.ggml.pre", {vocab.pre}}, {"tokenizer.ggml.tokens", strs(vocab.tokens)},
                  {"tokenizer.ggml.token_type", {types}}, {"tokenizer.ggml.merges", strs(vocab.merges)}};

@@ -59,23 +59,31 @@ TEST(TrainLlm, GgufLogitsEqualTrainingForward) {
   ASSERT_TRUE(scratch().error.empty()) << scratch().error;
   Vocab v = tiny_vocab();
   Tensor::manual_seed(7);
-  TrainModel m(tiny(int64_t(v.tokens.size())));
-  std::string path = scratch().path("tiny.gguf");
-  m.save(path, v);
-  Model loaded = Model::load(path);
-  EXPECT_EQ(loaded.config().arch, "llama");
-  EXPECT_FALSE(loaded.config().rope_neox);
-  EXPECT_EQ(loaded.config().max_context, 16);
-  EXPECT_EQ(loaded.tokenizer().encode("the cat"), Tokenizer(v).encode("the cat"));
-  std::vector<int32_t> ids = {v.bos.value(), 5, 260, 100, 33, 270, 2, 250, 261, 7, 9, 200};
-  int64_t T = int64_t(ids.size());
-  std::vector<float> want = m(Tensor::from_vector(ids, {1, T})).to_vector<float>();
-  for (int64_t chunk : {int64_t(32), int64_t(5)}) {  // one forward; chunks through the cache (the last ones one token: decode)
-    std::vector<float> got = loaded.logits(ids, 0, true, chunk);
-    ASSERT_EQ(got.size(), want.size());
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); i++) worst = std::max(worst, double(std::abs(got[i] - want[i])));
-    EXPECT_LT(worst, 1e-4) << "chunk " << chunk;
+  // plain, and grouped-query attention (4 query heads over 2 key/value heads) with tied embeddings
+  TrainConfig gqa = tiny(int64_t(v.tokens.size()));
+  gqa.n_heads = 4, gqa.n_kv_heads = 2, gqa.tied_embeddings = true;
+  for (const TrainConfig& c : {tiny(int64_t(v.tokens.size())), gqa}) {
+    SCOPED_TRACE(c.n_kv_heads);
+    TrainModel m(c);
+    std::string path = scratch().path("tiny.gguf");
+    m.save(path, v);
+    Model loaded = Model::load(path);
+    EXPECT_EQ(loaded.config().n_kv_heads, c.n_kv_heads ? c.n_kv_heads : c.n_heads);
+    EXPECT_EQ(loaded.config().tied_embeddings, c.tied_embeddings);
+    EXPECT_EQ(loaded.config().arch, "llama");
+    EXPECT_FALSE(loaded.config().rope_neox);
+    EXPECT_EQ(loaded.config().max_context, 16);
+    EXPECT_EQ(loaded.tokenizer().encode("the cat"), Tokenizer(v).encode("the cat"));
+    std::vector<int32_t> ids = {v.bos.value(), 5, 260, 100, 33, 270, 2, 250, 261, 7, 9, 200};
+    int64_t T = int64_t(ids.size());
+    std::vector<float> want = m(Tensor::from_vector(ids, {1, T})).to_vector<float>();
+    for (int64_t chunk : {int64_t(32), int64_t(5)}) {  // one forward; chunks through the cache (the last ones one token: decode)
+      std::vector<float> got = loaded.logits(ids, 0, true, chunk);
+      ASSERT_EQ(got.size(), want.size());
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); i++) worst = std::max(worst, double(std::abs(got[i] - want[i])));
+      EXPECT_LT(worst, 1e-4) << "chunk " << chunk;
+    }
   }
 }
 
@@ -84,6 +92,10 @@ TEST(TrainLlm, BadSizes) {
     TrainModel m({.vocab_size = 10, .dim = 6, .n_heads = 4});
     FAIL() << "no error";
   } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("dim 6"), std::string::npos) << e.what(); }
+  try {
+    TrainModel m({.vocab_size = 10, .dim = 16, .n_heads = 4, .n_kv_heads = 3});
+    FAIL() << "no error";
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("kv heads 3"), std::string::npos) << e.what(); }
   TrainModel m(tiny(300));
   try {
     m.loss(Tensor::zeros({1, 17}, dtypes::int32), Tensor::zeros({1, 17}, dtypes::int32));
@@ -96,11 +108,13 @@ TEST(TrainLlm, BadSizes) {
 TEST(TrainLlm, AppThenCli) {
   ASSERT_TRUE(scratch().error.empty()) << scratch().error;
   std::string out = scratch().path("app.gguf");
-  auto r = test::run_shell(test::shell_quote(TG_TRAIN_LLM) + " --steps 4 --dim 32 --layers 1 --heads 2 --ffn 64 --context 32 --vocab 300 "
-                           "--batch 4 --eval-every 2 --seed 2 --out " + test::shell_quote(out) + " 2>&1");
+  auto r = test::run_shell(test::shell_quote(TG_TRAIN_LLM) + " --steps 4 --dim 32 --layers 1 --heads 2 --kv-heads 1 --tied --warmup 2 --ffn 64 "
+                           "--context 32 --vocab 300 --batch 4 --eval-every 2 --seed 2 --out " + test::shell_quote(out) + " 2>&1");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("step +4  train loss [0-9.]+  held-out loss [0-9.]+  [0-9]+ tok/s"))) << r.out;
   EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+  Config c = config_from_gguf(gguf::gguf_load(out));
+  EXPECT_TRUE(c.n_kv_heads == 1 && c.n_heads == 2 && c.tied_embeddings);
   auto g = test::run_shell(test::shell_quote(TG_LLM_CLI) + " --model " + test::shell_quote(out) + " --prompt 'The cat' -n 8 --temp 0 2>&1");
   ASSERT_EQ(g.rc, 0) << g.out;
   EXPECT_EQ(g.out.rfind("The cat", 0), 0u) << g.out;
