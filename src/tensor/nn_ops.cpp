@@ -154,6 +154,8 @@ struct ConvArgs {
   }
 };
 
+bool all_ones(const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); }
+
 // tinygrad's conv2d after its checks: the windows of the padded input times the weights, summed
 Tensor conv_windows(const Tensor& input, const Tensor& weight, const ConvArgs& a) {
   int64_t bs = input.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
@@ -220,8 +222,7 @@ CallInfo conv_call_info(const ConvArgs& a) {
     // to the gradient (pm_clip_reduce_gates: no multiply-adds with the padding's zeros, no tests in the inner loop). Else
     // the padded (and for strides, dilated) gradient is stored first: read in place, every load would test the borders
     TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
-    auto one = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); };
-    bool clipped = simd_kernels() && one(a.stride) && one(a.dilation) && std::all_of(t.pads.begin(), t.pads.end(), [](int64_t p) { return p >= 0; });
+    bool clipped = simd_kernels() && all_ones(a.stride) && all_ones(a.dilation) && std::all_of(t.pads.begin(), t.pads.end(), [](int64_t p) { return p >= 0; });
     Tensor dx = (clipped ? t.x.conv2d(t.w, std::nullopt, a.groups, 1, 1, t.pads)
                          : pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0)).cast(x.dtype());
     // in a FUNCTION body too, so its stored input is the forward's node once both are inlined: one copy, not two
@@ -244,7 +245,8 @@ namespace {
 // tools/winograd_matrices.py
 using Matrix = std::vector<std::vector<double>>;
 struct Winograd { int64_t m; Matrix G, Bt, At; };
-const Winograd* winograd_for(int64_t r) {
+// the transform for this convolution with WINO=1: a float kernel of equal sides 3 or 5, stride and dilation 1; else none
+const Winograd* winograd_for(const Tensor& weight, const ConvArgs& a) {
   static const Winograd f4_3{4,
                              {{1. / 4, 0, 0}, {-1. / 6, -1. / 6, -1. / 6}, {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6}, {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}},
                              {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}},
@@ -267,7 +269,10 @@ const Winograd* winograd_for(int64_t r) {
                               {0, -2, 4, 5. / 2, -5, -1. / 2, 1, 0},
                               {0, -1, 0, 21. / 4, 0, -21. / 4, 0, 1}},
                              {{1, 1, 1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1. / 2, -1. / 2, 0}, {0, 1, 1, 4, 4, 1. / 4, 1. / 4, 0}, {0, 1, -1, 8, -8, 1. / 8, -1. / 8, 1}}};
-  return r == 3 ? &f4_3 : r == 5 ? &f4_5 : nullptr;
+  if (!settings().WINO || !all_ones(a.stride) || !all_ones(a.dilation) || !weight.dtype().is_float()) return nullptr;
+  Shape HW(weight.shape().begin() + 2, weight.shape().end());
+  if (std::any_of(HW.begin(), HW.end(), [&](int64_t k) { return k != HW[0]; })) return nullptr;
+  return HW[0] == 3 ? &f4_3 : HW[0] == 5 ? &f4_5 : nullptr;
 }
 
 // a bias of one value per output channel as (1, cout, 1, ...) for n spatial dims
@@ -348,9 +353,7 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
   size_t n = size_t(weight.ndim()) - 2;
   ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
-  auto ones = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); };
-  const Winograd* wino = settings().WINO && ones(a.stride) && ones(a.dilation) && weight.dtype().is_float() ? winograd_for(weight.shape()[2]) : nullptr;
-  for (int64_t i = 3; wino && i < weight.ndim(); i++) wino = weight.shape()[size_t(i)] == weight.shape()[2] ? wino : nullptr;
+  const Winograd* wino = winograd_for(weight, a);
   // SIMD=1 or Winograd: integer pixels times float weights are the float convolution of the pixels cast, as the product
   // promotes (the transforms' fractions need the float)
   Tensor x = (simd_kernels() || wino) && !this->dtype().is_float() && weight.dtype().is_float() && !dtype ? cast(weight.dtype()) : *this;
