@@ -215,7 +215,7 @@ TEST(ConformanceNN, Conv2dWinograd) {
     tg::Context c({{"WINO", 1}, {"SIMD", simd}});
     run_all(cases, simd ? "conv2d WINO=1 SIMD=1" : "conv2d WINO=1 SIMD=0");
   }
-  auto kernels = [](int64_t wino, const Case& c) {
+  auto schedule = [](int64_t wino, const Case& c) {
     tg::Context ctx({{"WINO", wino}});
     TV ts;
     for (auto& p : c.in) ts.push_back(p.t);
@@ -224,7 +224,7 @@ TEST(ConformanceNN, Conv2dWinograd) {
   };
   for (size_t i = 0; i < cases.size(); i++) {
     bool winograd = i + 1 < cases.size();
-    EXPECT_EQ(kernels(1, cases[i]) != kernels(0, cases[i]), winograd) << cases[i].name;
+    EXPECT_EQ(schedule(1, cases[i]) != schedule(0, cases[i]), winograd) << cases[i].name;
   }
 }
 
