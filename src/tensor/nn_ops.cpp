@@ -154,6 +154,8 @@ struct ConvArgs {
   }
 };
 
+bool all_ones(const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); }
+
 // tinygrad's conv2d after its checks: the windows of the padded input times the weights, summed
 Tensor conv_windows(const Tensor& input, const Tensor& weight, const ConvArgs& a) {
   int64_t bs = input.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
@@ -220,8 +222,7 @@ CallInfo conv_call_info(const ConvArgs& a) {
     // to the gradient (pm_clip_reduce_gates: no multiply-adds with the padding's zeros, no tests in the inner loop). Else
     // the padded (and for strides, dilated) gradient is stored first: read in place, every load would test the borders
     TransposedConv t = as_convolution(grad, w, a.groups, a.stride, a.dilation, a.padding, output_padding);
-    auto one = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); };
-    bool clipped = simd_kernels() && one(a.stride) && one(a.dilation) && std::all_of(t.pads.begin(), t.pads.end(), [](int64_t p) { return p >= 0; });
+    bool clipped = simd_kernels() && all_ones(a.stride) && all_ones(a.dilation) && std::all_of(t.pads.begin(), t.pads.end(), [](int64_t p) { return p >= 0; });
     Tensor dx = (clipped ? t.x.conv2d(t.w, std::nullopt, a.groups, 1, 1, t.pads)
                          : pad_spatial(t.x, t.pads, 0.0).contiguous().conv2d(t.w, std::nullopt, a.groups, 1, t.dilation, 0)).cast(x.dtype());
     // in a FUNCTION body too, so its stored input is the forward's node once both are inlined: one copy, not two
@@ -232,6 +233,112 @@ CallInfo conv_call_info(const ConvArgs& a) {
     return {dx, dw};
   };
   return infos.emplace(key, call_info_with(grad_fxn, std::nullopt)).first->second;
+}
+}  // namespace
+
+namespace {
+// Winograd F(m x m, r x r) (Lavin & Gray, arXiv 1509.09308), tinygrad's WINO=1: the input cut into overlapping tiles of
+// m+r-1 pixels, tiles and weights transformed (Bt d B, G g Gt), multiplied point by point and summed over the input
+// channels (a batched matmul), and each sum transformed back into m x m outputs (At M A). All Tensor ops, so the
+// gradients are the transformed domain's. r=3 is tinygrad's F(4x4,3x3); r=5 (ours) is F(4x4,5x5) on the points 0, +-1,
+// +-2, +-1/2: 4 multiplies per output and input channel where the window has 25. Matrices and their float32 error:
+// tools/winograd_matrices.py
+using Matrix = std::vector<std::vector<double>>;
+struct Winograd { int64_t m; Matrix G, Bt, At; };
+// the transform for this convolution with WINO=1: a float kernel of equal sides 3 or 5, stride and dilation 1; else none
+const Winograd* winograd_for(const Tensor& weight, const ConvArgs& a) {
+  static const Winograd f4_3{4,
+                             {{1. / 4, 0, 0}, {-1. / 6, -1. / 6, -1. / 6}, {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6}, {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}},
+                             {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}},
+                             {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+  static const Winograd f4_5{4,
+                             {{-1, 0, 0, 0, 0},
+                              {-2. / 9, -2. / 9, -2. / 9, -2. / 9, -2. / 9},
+                              {-2. / 9, 2. / 9, -2. / 9, 2. / 9, -2. / 9},
+                              {1. / 90, 1. / 45, 2. / 45, 4. / 45, 8. / 45},
+                              {1. / 90, -1. / 45, 2. / 45, -4. / 45, 8. / 45},
+                              {32. / 45, 16. / 45, 8. / 45, 4. / 45, 2. / 45},
+                              {32. / 45, -16. / 45, 8. / 45, -4. / 45, 2. / 45},
+                              {0, 0, 0, 0, 1}},
+                             {{-1, 0, 21. / 4, 0, -21. / 4, 0, 1, 0},
+                              {0, 1, 1, -17. / 4, -17. / 4, 1, 1, 0},
+                              {0, -1, 1, 17. / 4, -17. / 4, -1, 1, 0},
+                              {0, 1. / 2, 1. / 4, -5. / 2, -5. / 4, 2, 1, 0},
+                              {0, -1. / 2, 1. / 4, 5. / 2, -5. / 4, -2, 1, 0},
+                              {0, 2, 4, -5. / 2, -5, 1. / 2, 1, 0},
+                              {0, -2, 4, 5. / 2, -5, -1. / 2, 1, 0},
+                              {0, -1, 0, 21. / 4, 0, -21. / 4, 0, 1}},
+                             {{1, 1, 1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1. / 2, -1. / 2, 0}, {0, 1, 1, 4, 4, 1. / 4, 1. / 4, 0}, {0, 1, -1, 8, -8, 1. / 8, -1. / 8, 1}}};
+  if (!settings().WINO || !all_ones(a.stride) || !all_ones(a.dilation) || !weight.dtype().is_float()) return nullptr;
+  Shape HW(weight.shape().begin() + 2, weight.shape().end());
+  if (std::any_of(HW.begin(), HW.end(), [&](int64_t k) { return k != HW[0]; })) return nullptr;
+  return HW[0] == 3 ? &f4_3 : HW[0] == 5 ? &f4_5 : nullptr;
+}
+
+// a bias of one value per output channel as (1, cout, 1, ...) for n spatial dims
+Tensor channel_bias(const Tensor& b, size_t n) {
+  Shape s{1, -1};
+  s.resize(2 + n, 1);
+  return b.reshape(s);
+}
+
+// kron(mat, ..., mat) applied along the first `dims` axes; column k of mat is a stacked constant times row k of the input
+Tensor apply_winograd_matrix(const Tensor& t, const Matrix& mat, size_t dims) {
+  Tensor ret = t;
+  for (int64_t dim = 0; dim < int64_t(dims); dim++) {
+    ret = ret.transpose(0, dim);
+    Shape cs(size_t(ret.ndim()), 1);
+    cs[0] = int64_t(mat.size());
+    std::optional<Tensor> acc;
+    for (size_t k = 0; k < mat[0].size(); k++) {
+      std::vector<Tensor> col;
+      for (auto& row : mat) col.push_back(wrap(UOp::const_(row[k], ret.dtype())));
+      Tensor term = Tensor::stack(col).reshape(cs) * ret[int64_t(k)];
+      acc = acc ? *acc + term : term;
+    }
+    ret = acc->transpose(0, dim);
+  }
+  return ret;
+}
+
+Tensor conv2d_winograd(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, int64_t groups, const Shape& padding,
+                       std::optional<DType> dtype, const Winograd& w) {
+  int64_t bs = x.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1], rcout = cout / groups, m = w.m, r = int64_t(w.G[0].size());
+  size_t n = size_t(weight.ndim()) - 2;
+  Shape HWI(n, int64_t(w.Bt.size())), HWO(n, m);
+  Tensor windows = pool_checked("conv2d", pad_spatial(x, padding, 0.0), Shape(n, r), Shape(n, 1), Shape(n, 1));
+  Shape oyx(windows.shape().begin() + 2, windows.shape().end() - int64_t(n));
+  // more padding after, to whole m x m output tiles: (bs, cin_, *tyx, *HWI)
+  Pairs pads = flat_to_grouped(padding);
+  for (size_t j = 0; j < n; j++) pads[j].second += (m - oyx[j] % m) % m;
+  Tensor d = pool(pad_spatial(x, grouped_to_flat_reversed(pads), 0.0), HWI, HWO, Shape(n, 1));
+  // HWI first: (*HWI, bs, cin_, *tyx); contiguous_backward keeps the input transform's adjoint out of the tiles' overlap sum
+  auto last_first = [n](int64_t nd) {
+    std::vector<int64_t> p;
+    for (int64_t i = nd - int64_t(n); i < nd; i++) p.push_back(i);
+    for (int64_t i = 0; i < nd - int64_t(n); i++) p.push_back(i);
+    return p;
+  };
+  d = d.permute(last_first(d.ndim())).contiguous_backward();
+  Shape tyx(d.shape().end() - int64_t(n), d.shape().end());
+  // the transforms stored once: G g Gt as (*HWI, 1, groups, rcout, cin, 1...), Bt d B as (*HWI, bs, groups, 1, cin, *tyx)
+  Shape gs = HWI, ds = HWI;
+  gs.insert(gs.end(), {1, groups, rcout, cin});
+  gs.resize(gs.size() + n, 1);
+  ds.insert(ds.end(), {bs, groups, 1, cin});
+  ds.insert(ds.end(), tyx.begin(), tyx.end());
+  Tensor gfactors = apply_winograd_matrix(weight.permute(last_first(weight.ndim())), w.G, n).contiguous().reshape(gs);
+  Tensor dfactors = apply_winograd_matrix(d, w.Bt, n).contiguous().reshape(ds);
+  // the matmul over cin: (*HWI, bs, groups, rcout, *tyx), then back to outputs: (*HWO, bs, groups, rcout, *tyx)
+  Tensor ret = apply_winograd_matrix((gfactors * dfactors).sum(std::vector<int64_t>{-1 - int64_t(n)}, false, dtype), w.At, n);
+  // tiles and their outputs interleaved: (bs, groups, rcout, ty, HO, tx, WO) -> (bs, cout, *oyx)
+  std::vector<int64_t> perm;
+  for (int64_t i = int64_t(n); i < ret.ndim() - int64_t(n); i++) perm.push_back(i);
+  for (int64_t i = 0; i < int64_t(n); i++) perm.insert(perm.end(), {ret.ndim() - int64_t(n) + i, i});
+  Shape flat{bs, cout}, out{bs, cout};
+  for (size_t i = 0; i < n; i++) flat.push_back(tyx[i] * m), out.push_back(oyx[i]);
+  ret = ret.permute(perm).reshape(flat).shrink_to(out);
+  return (bias ? ret.add(channel_bias(*bias, n)) : ret).contiguous().contiguous_backward();
 }
 }  // namespace
 
@@ -246,8 +353,16 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
   if (bias && bias->numel() != cout) throw Error("conv2d: bias " + bias->shape_str() + " does not match " + std::to_string(cout) + " output channels");
   size_t n = size_t(weight.ndim()) - 2;
   ConvArgs a{groups, resolve_pool_pads(padding, n, "conv2d"), make_tuple(stride, n), make_tuple(dilation, n), dtype};
-  // SIMD=1: integer pixels times float weights are the float convolution of the pixels cast, as the product promotes
-  Tensor x = simd_kernels() && !this->dtype().is_float() && weight.dtype().is_float() && !dtype ? cast(weight.dtype()) : *this;
+  const Winograd* wino = winograd_for(weight, a);
+  // SIMD=1 or Winograd: integer pixels times float weights are the float convolution of the pixels cast, as the product
+  // promotes (the transforms' fractions need the float)
+  Tensor x = (simd_kernels() || wino) && !this->dtype().is_float() && weight.dtype().is_float() && !dtype ? cast(weight.dtype()) : *this;
+  if (wino) {  // in a function, as below: a realized output keeps its gradient (here the body's own, through the transforms)
+    std::vector<UOp> args{uop_of(x), uop_of(weight)};
+    if (bias) args.push_back(uop_of(*bias));
+    Tensor body = conv2d_winograd(x.as_param(0), weight.as_param(1), bias ? std::optional(bias->as_param(2)) : std::nullopt, groups, a.padding, dtype, *wino);
+    return wrap(make_function(uop_of(body), args).gettuple(0));
+  }
   // SIMD=1: the convolution is stored as it is (inside the function, so the stored value keeps its gradient after a
   // realize), and the bias and what follows (relu) run in the next kernel. Fused, that epilogue is rendered lane by lane
   // on the output channels (NCHW's strided axis), and clang's SLP vectorizer then keeps the accumulators in a permuted
@@ -260,10 +375,7 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int64_t 
     if (simd_kernels()) body = body.contiguous();
     ret = wrap(make_function(uop_of(body), {uop_of(x), uop_of(weight)}, conv_call_info(a)).gettuple(0));
   }
-  if (!bias) return ret;
-  Shape bs_{1, -1};
-  bs_.resize(2 + n, 1);
-  return ret.add(bias->reshape(bs_));
+  return bias ? ret.add(channel_bias(*bias, n)) : ret;
 }
 
 Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int64_t groups, IntList stride, IntList dilation,

@@ -58,6 +58,7 @@ constexpr Knob knobs[] = {
     {"LRU", &Settings::LRU, false},
     {"CONST_LR", &Settings::CONST_LR, false},
     {"FUSE_OPTIM", &Settings::FUSE_OPTIM, false},
+    {"WINO", &Settings::WINO, false},
     {"QUANT_DOT", &Settings::QUANT_DOT, false},
 };
 constexpr const char* string_knobs[] = {"DEV", "CACHEDB", "TG_CLANG", "OPTIM_DTYPE", "NVRTC_CHECK"};

@@ -57,6 +57,8 @@ struct Settings {
   int64_t LRU = 1;                // 0: freed buffers go back to the device at once
   int64_t CONST_LR = 0;           // optimizers: the learning rate as a constant instead of a buffer
   int64_t FUSE_OPTIM = 0;         // optimizers: one flat update over all parameters by default
+  int64_t WINO = 0;               // Tensor::conv2d of a stride-1 undilated 3x3 (tinygrad's) or 5x5 (ours) float kernel as a
+                                  // Winograd F(4x4,r x r): a different graph, so different ASTs; no AST lowers differently
   int64_t QUANT_DOT = 1;          // tg::llm: decode's linears as ggml's integer dot products: 1 Q4_K (faster), 2 Q4_K and Q8_0, 0 none
   std::string DEV;                // the default device's name, as given ("" : CPU)
   std::string CACHEDB;            // the disk cache file: $CACHEDB, else $XDG_CACHE_HOME or ~/.cache, /tinygrad.cpp/cache.db

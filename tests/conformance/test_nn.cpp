@@ -1,6 +1,8 @@
 // nn functionals and layers against libtorch: each case is written once (the tg call and the torch call on the same
 // inputs) and checked twice, forward values and the gradients of every float input and parameter (torch autograd).
 // Layers keep their own tinygrad-style initial weights; torch gets copies of them.
+#include <regex>
+
 #include "tensor_harness.h"
 #include "tg/context.h"
 #include "tg/nn.h"
@@ -173,6 +175,56 @@ TEST(ConformanceNN, Conv2dClippedWindows) {
   for (int64_t simd : {0, 1}) {
     tg::Context c({{"SIMD", simd}});
     run_all(cases, simd ? "conv2d clipped windows SIMD=1" : "conv2d clipped windows SIMD=0");
+  }
+}
+
+// WINO=1: stride-1 undilated 3x3 convolutions as tinygrad's Winograd F(4x4,3x3), 5x5 as F(4x4,5x5) (ours), forward and
+// both gradients (autograd through the transforms) against torch's direct convolution: outputs that are and are not whole
+// 4x4 tiles, padding (per side too), bias, groups, a 1-d and a 3x3 of uint8 pixels, the main job's c2 (5x5, 32 channels)
+// and c3 shapes at a small batch, and a kernel the setting leaves alone (stride 2). Each case's schedule is also built at
+// WINO=0: the Winograd one must differ (and the stride-2 one not), or the cases would test the direct convolution.
+// The transforms' sums round differently from the window's: the tolerance is the output's scale times a few 1e-6.
+TEST(ConformanceNN, Conv2dWinograd) {
+  oracle::Tol t{1e-4, 1e-4}, t5{1e-4, 4e-4};
+  std::vector<Case> cases{
+      {"k3 pad0 8x8", {F({2, 4, 8, 8}), F({5, 4, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }, true, false, t, t},
+      {"k3 pad1 bias 7x6", {F({2, 3, 7, 6}), F({8, 3, 3, 3}, 2, -1, 1), F({8}, 3)}, [](const TV& v) { return v[0].conv2d(v[1], v[2], 1, 1, 1, 1); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], v[2], 1, 1); }, true, false, t, t},
+      {"k3 pad per side", {F({2, 2, 6, 5}), F({4, 2, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 1, {2, 0, 1, 3}); },
+       [](const AV& v) { return at::conv2d(tpad(v[0], {2, 0, 1, 3}), v[1]); }, true, false, t, t},
+      {"k3 groups2 pad1", {F({2, 4, 5, 5}), F({6, 2, 3, 3}, 2, -1, 1), F({6}, 3)}, [](const TV& v) { return v[0].conv2d(v[1], v[2], 2, 1, 1, 1); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], v[2], 1, 1, 1, 2); }, true, false, t, t},
+      {"k3 1-d pad1", {F({2, 3, 11}), F({4, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 1, 1, 1); },
+       [](const AV& v) { return at::conv1d(v[0], v[1], {}, 1, 1); }, true, false, t, t},
+      {"k3 c3 shape (32->64, 10x10)", {F({2, 32, 10, 10}), F({64, 32, 3, 3}, 2, -0.2, 0.2)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }, true, false, t, t},
+      {"k3 uint8 pixels", {input({2, 1, 7, 6}, tg::dtypes::uint8, 0, 255, 4), F({3, 1, 3, 3}, 2, -1, 1), F({3}, 3)},
+       [](const TV& v) { return v[0].conv2d(v[1], v[2]).relu().sum({2, 3}); },
+       [](const AV& v) { return at::conv2d(v[0].to(at::kFloat), v[1], v[2]).relu().sum({2, 3}); }, true, false, {1e-4, 1e-2}, {1e-3, 1e-2}},
+      {"k5 pad0 12x12", {F({3, 4, 12, 12}), F({6, 4, 5, 5}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }, true, false, t5, t5},
+      {"k5 pad2 bias 9x7", {F({2, 3, 9, 7}), F({5, 3, 5, 5}, 2, -1, 1), F({5}, 3)}, [](const TV& v) { return v[0].conv2d(v[1], v[2], 1, 1, 1, 2); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], v[2], 1, 2); }, true, false, t5, t5},
+      {"k5 c2 shape (32->32, 24x24)", {F({2, 32, 24, 24}), F({32, 32, 5, 5}, 2, -0.2, 0.2)}, [](const TV& v) { return v[0].conv2d(v[1]); },
+       [](const AV& v) { return at::conv2d(v[0], v[1]); }, true, false, t5, t5},
+      {"k3 stride2 (direct)", {F({2, 4, 10, 10}), F({6, 4, 3, 3}, 2, -1, 1)}, [](const TV& v) { return v[0].conv2d(v[1], std::nullopt, 1, 2, 1, 1); },
+       [](const AV& v) { return at::conv2d(v[0], v[1], {}, 2, 1); }},
+  };
+  for (int64_t simd : {0, 1}) {
+    tg::Context c({{"WINO", 1}, {"SIMD", simd}});
+    run_all(cases, simd ? "conv2d WINO=1 SIMD=1" : "conv2d WINO=1 SIMD=0");
+  }
+  auto schedule = [](int64_t wino, const Case& c) {
+    tg::Context ctx({{"WINO", wino}});
+    TV ts;
+    for (auto& p : c.in) ts.push_back(p.t);
+    static const std::regex buffer_id(R"(BUFFER, ([\w.]+), arg=ParamArg\(\d+)");  // a fresh id per schedule
+    return std::regex_replace(tg::Tensor::schedule_linear({c.t(ts)}).str(), buffer_id, "BUFFER, $1");
+  };
+  for (size_t i = 0; i < cases.size(); i++) {
+    bool winograd = i + 1 < cases.size();
+    EXPECT_EQ(schedule(1, cases[i]) != schedule(0, cases[i]), winograd) << cases[i].name;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "tensor/tensor_impl.h"
+#include "tg/context.h"
 #include "tg/tensor.h"
 
 using namespace tg;
@@ -77,6 +78,12 @@ const std::map<std::string, Graph>& graphs() {
       {"where_cmp", [] { Tensor x = E({8}); return std::vector{(x > 0).where(x, x * 0.1)}; }},
       {"argmax", [] { return std::vector{E({4, 8}).argmax(1)}; }},
       {"conv_mops", [] { return std::vector{conv_mops()}; }},
+      {"wino_conv", [] { Context c({{"WINO", 1}}); return std::vector{E({2, 4, 8, 8}).conv2d(E({6, 4, 3, 3}), std::nullopt, 1, 1, 1, 1)}; }},
+      {"bw_wino_conv", [] {
+         Tensor x = E({2, 4, 8, 8}), w = E({6, 4, 3, 3});
+         Context c({{"WINO", 1}});
+         return x.conv2d(w, std::nullopt, 1, 1, 1, 1).sum().gradient({x, w});
+       }},
       {"repeat", [] { return std::vector{E({2, 3}).repeat({2, 2}) + 1}; }},
       {"slice_contig", [] { return std::vector{E({16})[{Slice{4, 12, {}}}].contiguous()}; }},
       {"slice_step", [] { return std::vector{E({16})[{Slice{{}, {}, 2}}] + 1}; }},

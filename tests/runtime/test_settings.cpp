@@ -27,7 +27,7 @@ const char* const kernel_knobs[] = {"BEAM", "NOOPT", "SIMD", "THREADS", "NUM_CPU
                                     "SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE", "NO_MEMORY_PLANNER",
                                     "GEMM_BLOCK_BYTES"};
 const char* const other_knobs[] = {"DEBUG", "DEBUG_RANGEIFY", "BEAM_DEBUG", "TRACK_REWRITES", "CACHELEVEL", "IGNORE_BEAM_CACHE",
-                                   "JIT", "SCACHE", "LRU", "CONST_LR", "FUSE_OPTIM", "TIERED_COMPILE", "COMPILE_BATCH", "QUANT_DOT"};
+                                   "JIT", "SCACHE", "LRU", "CONST_LR", "FUSE_OPTIM", "TIERED_COMPILE", "COMPILE_BATCH", "QUANT_DOT", "WINO"};
 
 TEST(Settings, ContextMakesANewSnapshotAndLeavingRestoresIt) {
   const Settings& before = settings();

@@ -2,6 +2,7 @@
 # Kernel counts tinygrad (a9069c177a) schedules for the graphs of tests/kernels/test_kernel_counts.cpp (same names, same
 # graphs). Run from the repo root with a tinygrad checkout at a9069c177a: PYTHONPATH=TINYGRAD_DIR DEV=PYTHON /usr/bin/python3 tests/tools/gen_kernel_counts.py > tests/data/kernel_counts.txt
 from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
 
 def E(*shape, dtype=dtypes.float): return Tensor.empty(*shape, dtype=dtype)
 
@@ -35,6 +36,11 @@ def max_unpool():
   return [v.max_unpool2d(i)]
 
 # backward graphs: the gradients of a loss, scheduled together
+def wino_conv():  # WINO=1: the Winograd F(4x4,3x3) convolution
+  with Context(WINO=1): return [E(2, 4, 8, 8).conv2d(E(6, 4, 3, 3), padding=1)]
+def bw_wino_conv():
+  x, w = E(2, 4, 8, 8), E(6, 4, 3, 3)
+  with Context(WINO=1): return list(x.conv2d(w, padding=1).sum().gradient(x, w))
 def bw_relu_linear():
   x, w, b = E(8, 16), E(16, 4), E(4)
   return list((x @ w + b).relu().sum().gradient(x, w, b))
@@ -120,6 +126,7 @@ graphs = {
   "where_cmp": lambda: [((x := E(8)) > 0).where(x, x * 0.1)],
   "argmax": lambda: [E(4, 8).argmax(axis=1)],
   "conv_mops": lambda: [conv_mops()],
+  "wino_conv": wino_conv,
   "repeat": lambda: [E(2, 3).repeat(2, 2) + 1],
   "slice_contig": lambda: [E(16)[4:12].contiguous()],
   "slice_step": lambda: [E(16)[::2] + 1],
