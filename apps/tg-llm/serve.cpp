@@ -44,14 +44,22 @@ struct Job {
   bool echo = false;        // completions: the prompt's text (and with logprobs its tokens') before the reply's
   bool stream_usage = false;  // stream_options.include_usage: a last chunk with the usage
   std::string prompt_text;
-  // the reply, written by the worker under mu
+  int64_t n = 1;            // choices, generated one after another (the prompt's cache reused), seeds seed, seed + 1, ...
+  // the replies, written by the worker under mu
+  struct Choice {
+    std::string text;  // valid UTF-8, without what may still turn out to begin a stop string
+    bool done = false;
+    std::string finish_reason;
+    int64_t completion_tokens = 0;
+    std::vector<llm::TokenLogprob> lp;
+  };
   std::mutex mu;
   std::condition_variable cv;
-  std::string text;  // valid UTF-8, without what may still turn out to begin a stop string
+  std::vector<Choice> choices;  // filled as they are generated: the last one is being generated unless `done`
   bool done = false;
-  std::string finish_reason, error;
-  int64_t completion_tokens = 0, cached_tokens = 0;
-  std::vector<llm::TokenLogprob> prompt_lp, reply_lp;  // the echoed prompt's tokens after the first; the reply's
+  std::string error;
+  int64_t cached_tokens = 0;
+  std::vector<llm::TokenLogprob> prompt_lp;  // the echoed prompt's tokens after the first
   std::atomic<bool> cancelled = false;  // the client went away
 };
 
@@ -114,7 +122,8 @@ std::shared_ptr<Job> parse_request(const std::string& body, bool chat, const llm
   if (n == 0) throw BadRequest{400, "the " + what + " has no tokens", what};
   if (n > ctx)
     throw BadRequest{400, "the " + what + " has " + std::to_string(n) + " tokens, more than the context of " + std::to_string(ctx), what, "context_length_exceeded"};
-  if (auto v = field<int64_t>(r, "n"); v && *v != 1) throw BadRequest{400, "only 'n': 1 is supported", "n"};
+  job->n = field<int64_t>(r, "n").value_or(1);
+  if (job->n < 1 || job->n > 16) throw BadRequest{400, "'n' must be between 1 and 16", "n"};
   job->stream = field<bool>(r, "stream").value_or(false);
   if (json so = r.value("stream_options", json()); !so.is_null()) {
     if (!so.is_object()) throw BadRequest{400, "'stream_options' must be an object", "stream_options"};
@@ -211,37 +220,58 @@ class Worker {
   }
 
   void run(Job& j) {
-    ReplyText rt{j.stop};
-    bool stop_token = false;
-    auto publish = [&] {
-      std::lock_guard l(j.mu);
-      j.text.append(rt.text, j.text.size(), rt.ready - j.text.size());
-      j.cv.notify_all();
-    };
-    llm::GenerateStats st;
-    std::vector<llm::TokenLogprob> prompt_lp;
-    llm::Logprobs reply_lp{.top = std::max<int64_t>(j.logprobs, 0), .tokens = {}};
     std::string error;
     try {
       if (j.cancelled) throw tg::Error("the client went away");
-      llm::Sampler s(j.sp);
-      const std::vector<int32_t>& stops = m_.stop_tokens();
-      if (j.echo && j.logprobs >= 0) prompt_lp = session_.prompt_logprobs(j.prompt, j.logprobs, chunk_);
-      session_.generate(j.prompt, j.max_tokens, s, [&](int32_t t) {
-        if (j.cancelled) return false;
-        if (std::find(stops.begin(), stops.end(), t) != stops.end()) return stop_token = true;  // not part of the text
-        bool more = rt.add(m_.tokenizer().piece(t, false));
-        publish();
-        return more;
-      }, &st, chunk_, j.logprobs >= 0 ? &reply_lp : nullptr);
-      if (stop_token && !reply_lp.tokens.empty()) reply_lp.tokens.pop_back();  // not part of the text
-      rt.add("", true);
+      if (j.echo && j.logprobs >= 0) {
+        auto lp = session_.prompt_logprobs(j.prompt, j.logprobs, chunk_);
+        std::lock_guard l(j.mu);
+        j.prompt_lp = std::move(lp);
+      }
+      for (int64_t i = 0; i < j.n && !j.cancelled; i++) generate_choice(j, uint64_t(i));
     } catch (const std::exception& e) { error = e.what(); }
+    std::lock_guard l(j.mu);
+    j.error = error, j.done = true;
+    j.cv.notify_all();
+  }
+
+  // choice i: the sampler's seed + i
+  void generate_choice(Job& j, uint64_t i) {
+    ReplyText rt{j.stop};
+    bool stop_token = false;
+    size_t c;
+    {
+      std::lock_guard l(j.mu);
+      c = j.choices.size();
+      j.choices.emplace_back();
+    }
+    auto publish = [&] {
+      std::lock_guard l(j.mu);
+      std::string& text = j.choices[c].text;
+      text.append(rt.text, text.size(), rt.ready - text.size());
+      j.cv.notify_all();
+    };
+    llm::GenerateStats st;
+    llm::Logprobs lp{.top = std::max<int64_t>(j.logprobs, 0), .tokens = {}};
+    llm::SamplerParams sp = j.sp;
+    sp.seed += i;
+    llm::Sampler s(sp);
+    const std::vector<int32_t>& stops = m_.stop_tokens();
+    session_.generate(j.prompt, j.max_tokens, s, [&](int32_t t) {
+      if (j.cancelled) return false;
+      if (std::find(stops.begin(), stops.end(), t) != stops.end()) return stop_token = true;  // not part of the text
+      bool more = rt.add(m_.tokenizer().piece(t, false));
+      publish();
+      return more;
+    }, &st, chunk_, j.logprobs >= 0 ? &lp : nullptr);
+    if (stop_token && !lp.tokens.empty()) lp.tokens.pop_back();  // not part of the text
+    rt.add("", true);
     publish();
     std::lock_guard l(j.mu);
-    j.finish_reason = stop_token || rt.stopped ? "stop" : "length";
-    j.completion_tokens = st.generated, j.cached_tokens = st.cached_tokens, j.error = error, j.done = true;
-    j.prompt_lp = std::move(prompt_lp), j.reply_lp = std::move(reply_lp.tokens);
+    Job::Choice& ch = j.choices[c];
+    ch.finish_reason = stop_token || rt.stopped ? "stop" : "length";
+    ch.completion_tokens = st.generated, ch.lp = std::move(lp.tokens), ch.done = true;
+    if (i == 0) j.cached_tokens = st.cached_tokens;
     j.cv.notify_all();
   }
 
@@ -268,7 +298,7 @@ void reply_json(httplib::Response& res, const json& body, int status = 200) {
 
 // OpenAI's legacy completions form: parallel arrays of token texts, log-probabilities, {text: log-probability} of the
 // alternatives and byte offsets into the choice's text (with echo the prompt's tokens first, the first without one)
-json completion_logprobs(const Job& j, const llm::Model& m) {
+json completion_logprobs(const Job& j, const Job::Choice& c, const llm::Model& m) {
   json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
   size_t offset = 0;
   auto add = [&](int32_t token, const json& lp, const json& top) {
@@ -285,12 +315,12 @@ json completion_logprobs(const Job& j, const llm::Model& m) {
     if (j.prompt.front() != m.tokenizer().bos()) add(j.prompt.front(), nullptr, nullptr);  // BOS has no text
     for (const auto& t : j.prompt_lp) add_lp(t);
   }
-  for (const auto& t : j.reply_lp) add_lp(t);
+  for (const auto& t : c.lp) add_lp(t);
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
 // the chat form: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}
-json chat_logprobs(const Job& j, const llm::Model& m) {
+json chat_logprobs(const Job::Choice& c, const llm::Model& m) {
   auto entry = [&](int32_t token, double lp) {
     std::string p = m.tokenizer().piece(token, false);
     json bytes = json::array();
@@ -298,7 +328,7 @@ json chat_logprobs(const Job& j, const llm::Model& m) {
     return json{{"token", p}, {"logprob", lp}, {"bytes", bytes}};
   };
   json content = json::array();
-  for (const auto& t : j.reply_lp) {
+  for (const auto& t : c.lp) {
     json e = entry(t.token, t.logprob), top = json::array();
     for (auto [id, lp] : t.top) top.push_back(entry(id, lp));
     e["top_logprobs"] = top;
@@ -308,7 +338,8 @@ json chat_logprobs(const Job& j, const llm::Model& m) {
 }
 
 json usage(const Job& j) {
-  int64_t p = int64_t(j.prompt.size()), c = j.completion_tokens;
+  int64_t p = int64_t(j.prompt.size()), c = 0;
+  for (const Job::Choice& ch : j.choices) c += ch.completion_tokens;
   return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}, {"prompt_tokens_details", {{"cached_tokens", j.cached_tokens}}}};
 }
 
@@ -335,20 +366,25 @@ int serve(llm::Model& m, const ServeOptions& o) {
         std::unique_lock l(job->mu);
         job->cv.wait(l, [&] { return job->done; });
         if (!job->error.empty()) return reply_json(res, error_body(job->error, "server_error"), 500);
-        json choice = {{"index", 0}, {"finish_reason", job->finish_reason}};
-        if (chat) choice["message"] = {{"role", "assistant"}, {"content", job->text}};
-        else choice["text"] = (job->echo ? job->prompt_text : "") + job->text;
-        choice["logprobs"] = job->logprobs < 0 ? json() : chat ? chat_logprobs(*job, m) : completion_logprobs(*job, m);
+        json choices = json::array();
+        for (size_t i = 0; i < job->choices.size(); i++) {
+          const Job::Choice& c = job->choices[i];
+          json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
+          if (chat) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+          else choice["text"] = (job->echo ? job->prompt_text : "") + c.text;
+          choice["logprobs"] = job->logprobs < 0 ? json() : chat ? chat_logprobs(c, m) : completion_logprobs(*job, c, m);
+          choices.push_back(choice);
+        }
         json body = head;
         body["object"] = chat ? "chat.completion" : "text_completion";
-        body["choices"] = json::array({choice});
+        body["choices"] = choices;
         body["usage"] = usage(*job);
         return reply_json(res, body);
       }
       // one event per piece of new text: {"choices": [{"delta": {"content": ...}}]} (chat) or {"choices": [{"text": ...}]}
       head["object"] = chat ? "chat.completion.chunk" : "text_completion";
-      auto chunk = [head, chat](const std::string& text, const json& finish, bool first = false) {
-        json c = head, choice = {{"index", 0}, {"finish_reason", finish}};
+      auto chunk = [head, chat](size_t index, const std::string& text, const json& finish, bool first = false) {
+        json c = head, choice = {{"index", index}, {"finish_reason", finish}};
         if (chat) choice["delta"] = first ? json{{"role", "assistant"}, {"content", text}} : finish.is_null() ? json{{"content", text}} : json::object();
         else choice["text"] = text, choice["logprobs"] = nullptr;
         c["choices"] = json::array({choice});
@@ -357,18 +393,25 @@ int serve(llm::Model& m, const ServeOptions& o) {
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
-          [job, chunk, chat, head, sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
+          // the choices one after another: each one's text as it comes, then its finish reason
+          [job, chunk, chat, head, c = size_t(0), sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
             std::string out;
             bool done = false;
-            if (!started && chat) out = chunk("", nullptr, true);
-            started = true;
             {
               std::unique_lock l(job->mu);
-              job->cv.wait_for(l, std::chrono::milliseconds(100), [&] { return job->done || job->text.size() > sent; });
-              if (job->text.size() > sent) out += chunk(job->text.substr(sent), nullptr), sent = job->text.size();
-              if ((done = job->done)) {
+              auto news = [&] { return job->done || (c < job->choices.size() && (job->choices[c].text.size() > sent || job->choices[c].done)); };
+              job->cv.wait_for(l, std::chrono::milliseconds(100), news);
+              while (c < job->choices.size()) {
+                const Job::Choice& ch = job->choices[c];
+                if (!started && chat) out += chunk(c, "", nullptr, true);
+                started = true;
+                if (ch.text.size() > sent) out += chunk(c, ch.text.substr(sent), nullptr), sent = ch.text.size();
+                if (!ch.done) break;
+                out += chunk(c, "", ch.finish_reason);
+                c++, sent = 0, started = false;
+              }
+              if ((done = job->done && (c == job->choices.size() || !job->error.empty()))) {  // (an error: a choice never done)
                 if (!job->error.empty()) out += sse(error_body(job->error, "server_error"));
-                else out += chunk("", job->finish_reason);
                 if (job->error.empty() && job->stream_usage) {
                   json u = head;
                   u["choices"] = json::array(), u["usage"] = usage(*job);

@@ -250,7 +250,7 @@ TEST(LlmServe, BadRequestsAre4xxErrors) {
       {"/v1/completions", json{{"prompt", "a"}, {"temperature", "hot"}}.dump(), 400, "'temperature' must be a number", "temperature"},
       {"/v1/completions", json{{"prompt", "a"}, {"top_p", 0}}.dump(), 400, "top_p", ""},
       {"/v1/completions", json{{"prompt", "a"}, {"stop", {""}}}.dump(), 400, "stop", "stop"},
-      {"/v1/completions", json{{"prompt", "a"}, {"n", 2}}.dump(), 400, "'n'", "n"},
+      {"/v1/completions", json{{"prompt", "a"}, {"n", 0}}.dump(), 400, "'n' must be between 1 and 16", "n"},
       {"/v1/embeddings", json{{"input", "a"}}.dump(), 404, "/v1/embeddings", ""},
       {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 21}}.dump(), 400, "between 0 and 20", "logprobs"},
       {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 1}, {"stream", true}}.dump(), 400, "not streamed", "stream"},
@@ -390,6 +390,59 @@ TEST(LlmServe, StreamIncludesUsageWhenAsked) {
   for (size_t i = 0; i + 2 < ev.size(); i++) text += json::parse(ev[i])["choices"][0]["text"].get<std::string>();
   EXPECT_EQ(text, reply_text(whole));
   EXPECT_EQ(post(srv, "/v1/completions", json{{"prompt", "a"}, {"stream", true}, {"stream_options", 3}}).status, 400);
+}
+
+// n choices: choice i is what a request alone with seed + i gets (whole and streamed, each stream event naming its
+// choice); usage counts every choice's tokens
+TEST(LlmServe, SeveralChoicesAreSeveralSeeds) {
+  NEED_SERVER("llama");
+  for (bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completions");
+    std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+    json req = {{"max_tokens", 6}, {"temperature", 1.0}, {"seed", 11}};
+    if (chat) req["messages"] = {{{"role", "user"}, {"content", "the heat"}}};
+    else req["prompt"] = "the heat";
+    std::vector<std::string> alone;
+    int64_t tokens = 0;
+    for (int i = 0; i < 3; i++) {
+      json r = req;
+      r["seed"] = 11 + i;
+      json j = post(srv, path, r).j();
+      alone.push_back(reply_text(j));
+      tokens += j["usage"]["completion_tokens"].get<int64_t>();
+    }
+    req["n"] = 3;
+    Reply whole = post(srv, path, req);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    json w = whole.j();
+    ASSERT_EQ(w["choices"].size(), 3u) << w;
+    for (int i = 0; i < 3; i++) {
+      EXPECT_EQ(w["choices"][i]["index"], i);
+      std::string text = chat ? w["choices"][i]["message"]["content"] : w["choices"][i]["text"];
+      EXPECT_EQ(text, alone[size_t(i)]) << i;
+    }
+    EXPECT_EQ(w["usage"]["completion_tokens"], tokens);
+    req["stream"] = true;
+    Reply st = post(srv, path, req);
+    ASSERT_EQ(st.status, 200) << st.body;
+    std::vector<std::string> ev = events(st.body);
+    ASSERT_FALSE(ev.empty());
+    EXPECT_EQ(ev.back(), "[DONE]");
+    std::vector<std::string> streamed(3);
+    std::vector<int> finishes(3);
+    for (size_t e = 0; e + 1 < ev.size(); e++) {
+      json c = json::parse(ev[e]);
+      const json& ch = c["choices"][0];
+      size_t i = ch["index"];
+      ASSERT_LT(i, 3u);
+      streamed[i] += chat ? ch["delta"].value("content", "") : ch["text"].get<std::string>();
+      finishes[i] += !ch["finish_reason"].is_null();
+    }
+    for (size_t i = 0; i < 3; i++) {
+      EXPECT_EQ(streamed[i], alone[i]) << i;
+      EXPECT_EQ(finishes[i], 1) << i;
+    }
+  }
 }
 
 // a client that goes away mid-stream stops its generation; the next request is served as if nothing happened
