@@ -713,7 +713,6 @@ bool copy_tile(Scheduler& k) {
   UOp v = st->src(1);
   bool plain = v.op() == LOAD || v.op() == INDEX;
   if (plain && loads.size() != 1) return false;
-  if (!plain && std::any_of(loads.begin(), loads.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), rs[*oa]) == 1; })) return false;
   int64_t item = 1;
   for (auto& b : loads) item = std::max<int64_t>(item, b.dtype().itemsize());
   int64_t run = plain && stride_in(loads[0].src(1).get_idx(), rs[*oa]) == 1 ? fs[*oa] : 1;
