@@ -95,6 +95,10 @@ struct DotWeight {
 };
 DotWeight ggml_dot_weight(const Tensor& raw, int64_t n, int64_t K, GGMLType type);
 Tensor ggml_dot(const Tensor& x, const Tensor& raw, int64_t n, GGMLType type, const std::optional<DotWeight>& w = std::nullopt);
+// Q4_K's W (n, K) as float32 from its DotWeight, equal bit for bit to ggml_data_to_tensor's: the graph a prompt's GEMM
+// packs into panels (W^T's columns as vector lanes), read as 32-bit words of 8 nibbles and with each sub-block's
+// d * scale and dmin * min precomputed along the rows
+Tensor ggml_dequant_rows(const DotWeight& w, int64_t n, int64_t K);
 
 // ** files **
 

@@ -113,6 +113,26 @@ DotWeight ggml_dot_weight(const Tensor& raw, int64_t n, int64_t K, GGMLType type
   return {words(raw), raw.bitcast(dtypes::float16).contiguous(), q4k_scales(raw, n, K).contiguous()};
 }
 
+// The panel copy's vector lanes are 16 rows of W, so each of its loads is a gather across rows. Decoded from the bytes
+// (ggml_data_to_tensor), every step gathered each qs byte, and the 12 bytes of 6-bit scales of every row, and decoded
+// them again: ~2 cycles an element. Here the step gathers one 32-bit word of 8 nibbles per row (the nibble and byte
+// axes are the spreads' masked axes, upcast), and d * scale and dmin * min come from a small kernel that stores them
+// along the rows (one vector load each). The float ops are the dequantizer's, (d * sc) * q - dmin * mn
+Tensor ggml_dequant_rows(const DotWeight& w, int64_t n, int64_t K) {
+  int64_t nb = K / 256;
+  if (K % 256 || w.scales.shape() != Shape{n, nb, 16} || w.words.shape() != Shape{n * nb * 36} || w.halves.shape() != Shape{n * nb * 72})
+    throw Error("ggml_dequant_rows: the DotWeight is not of " + std::to_string(n) + " rows of " + std::to_string(K) + " as Q4_K");
+  Tensor h = w.halves.reshape({n, nb, 72}), sc = f32(w.scales);
+  auto part = [&](int64_t i) { return f32(h.shrink({{0, n}, {0, nb}, {i, i + 1}})) * sc.shrink({{0, n}, {0, nb}, {8 * i, 8 * i + 8}}); };
+  // (n, nb, 4 chunks, 2 halves, 1, 1): sub-block 2c + h of each super-block, d * scale [0] and dmin * min [1]
+  Tensor s = Tensor::stack({part(0), part(1)}).permute({0, 2, 3, 1}).contiguous().reshape({2, nb, 4, 2, n}).permute({0, 4, 1, 2, 3});
+  auto at = [&](int64_t i) { return s.shrink({{i, i + 1}, {0, n}, {0, nb}, {0, 4}, {0, 2}}).reshape({n, nb, 4, 2, 1, 1}); };
+  // chunk c's byte 4 wi + b (word wi's byte b): its low nibble is element 4 wi + b of sub-block 2c, its high one of 2c + 1
+  Tensor qw = w.words.reshape({n, nb, 36}).shrink({{0, n}, {0, nb}, {4, 36}}).reshape({n, nb, 4, 8});
+  Tensor q = spread(spread(qw, 3, {0, 4}), 5, {0, 8, 16, 24}) & Tensor(0xF);
+  return (at(0) * f32(q) - at(1)).reshape({n, K});
+}
+
 Tensor ggml_block_dots(const Q8Rows& xq, const Tensor& raw, int64_t n, GGMLType type) {
   check(xq, type);
   if (type == GGMLType::Q8_0) return q8_0_lanes(xq, raw, n).sum(-1);

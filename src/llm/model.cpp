@@ -242,7 +242,9 @@ Tensor rms(const Tensor& x, const Tensor& w, double eps) { return x.rms_norm(-1,
 // for each new prompt length; from 64 rows the float path's panels win (docs/benchmarks.md, the Q4_K prompt)
 Tensor Model::lin(const Tensor& x, const Linear& l, const std::optional<Tensor>& b) const {
   int64_t T = x.shape()[x.ndim() - 2], K = x.shape().back(), N = l.w.shape()[0];
-  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.dot).reshape({1, T, N}) : x.matmul(l.w.transpose(0, 1));
+  // (Q4_K's prompt GEMM from 64 rows, where packed_dot copies W into panels: see ggml_dequant_rows)
+  Tensor w = l.dot && T >= 64 ? gguf::ggml_dequant_rows(*l.dot, N, K) : l.w;
+  Tensor y = l.raw && T <= 4 ? gguf::ggml_dot(x.reshape({T, K}), *l.raw, N, l.type, l.dot).reshape({1, T, N}) : x.matmul(w.transpose(0, 1));
   return b ? y + *b : y;
 }
 

@@ -41,7 +41,11 @@ std::vector<TensorImpl*> all_tensors() {
 
 void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
   // a tensor is in scope when its graph reaches a key of the map (tinygrad's topovisit with a shared memo). The walk
-  // ends at the first key it meets, so a tensor that is itself a key (one just realized) costs one lookup
+  // ends at the first key it meets, so a tensor that is itself a key (one just realized) costs one lookup, and it does
+  // not enter nodes made before every key: their graphs hold only older nodes (a model's weights and their lazy
+  // decodes, walked whole at every realize otherwise: ~25 ms of a 128-token prompt of the 110M llama)
+  uint64_t oldest = UINT64_MAX;
+  for (auto& [k, _] : applied_map) oldest = std::min(oldest, k.get()->serial);
   static thread_local NodeMap<bool> reaches;  // reused (as is the stack): nothing below re-enters this
   static thread_local std::vector<std::pair<const UOpNode*, uint32_t>> stack;
   struct Clear { ~Clear() { reaches.clear(), stack.clear(); } } clear_after;
@@ -50,6 +54,10 @@ void apply_map_to_tensors(const std::unordered_map<UOp, UOp>& applied_map) {
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
       bool hit = false;
+      if (next == 0 && n->serial < oldest) {
+        stack.pop_back();
+        continue;
+      }
       if (bool* r = next == 0 ? reaches.find(UOp(n)) : nullptr) {
         if (!*r) { stack.pop_back(); continue; }
         hit = true;

@@ -3,6 +3,7 @@
 #include "uop/nodemap.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <new>
 #include <sstream>
@@ -383,6 +384,8 @@ UOp UOp::make(Ops op, DType dtype, Srcs src, const Arg& arg, const Arg& tag) {
   verify(op, dtype, src, arg);
   void* mem = alloc_node(uint32_t(src.size()));
   UOpNode* n = new (mem) UOpNode{0, op, dtype, uint32_t(src.size()), h, arg, tag};
+  static std::atomic<uint64_t> serials{1};
+  n->serial = serials.fetch_add(1, std::memory_order_relaxed);
   UOp* out = const_cast<UOp*>(n->srcs());
   n->ops_below.add(op);
   for (size_t i = 0; i < src.size(); i++) new (out + i) UOp(src.ptr[i]), n->ops_below = n->ops_below | src.ptr[i].get()->ops_below;

@@ -350,6 +350,7 @@ struct UOpNode {
   Arg arg, tag;
   OpSet ops_below;  // the ops of this node and of every node below it
   mutable uint64_t fixed_for = 0;  // the pure matcher components (PatternMatcher::pure) known to leave it as it is
+  uint64_t serial = 0;  // creation order: each src's is smaller (apply_map_to_tensors skips graphs older than its keys)
   // lazily computed properties
   mutable bool have_minmax = false;
   mutable uint8_t addrspace = 0;  // UOp::addrspace(), once computed: 1 none, else the AddrSpace + 1

@@ -41,6 +41,7 @@ constexpr Knob knobs[] = {
     {"CPU_VECTOR_WIDTH", &Settings::CPU_VECTOR_WIDTH, true},
     {"PREFETCH", &Settings::PREFETCH, true},
     {"GEMM_BLOCK_BYTES", &Settings::GEMM_BLOCK_BYTES, true},
+    {"GEMM_CHUNK_BYTES", &Settings::GEMM_CHUNK_BYTES, true},
     {"TC", &Settings::TC, true},
     {"TC_SELECT", &Settings::TC_SELECT, true},
     {"TC_OPT", &Settings::TC_OPT, true},

@@ -25,6 +25,12 @@ UOp only_kernel(const Tensor& t) {
     if (c.src(0).op() == Ops::SINK) return c.src(0);
   throw Error("no kernel");
 }
+UOp last_kernel(const Tensor& t) {
+  UOp linear = schedule_linear({t});
+  for (size_t i = linear.src().size(); i-- > 0;)
+    if (linear.src()[i].src(0).op() == Ops::SINK) return linear.src()[i].src(0);
+  throw Error("no kernel");
+}
 
 ClangRenderer with_width(int64_t w) {  // the host's width is one of these; both render anywhere
   ClangRenderer r;
@@ -410,6 +416,22 @@ TEST(Simd, CastAndDequantCopiesGetTheTransposeTile) {
     EXPECT_NE(prog->applied_opts[3].find("UPCAST, axis=3, arg=" + std::to_string(256 / (4 * w)) + ")"), std::string::npos) << prog->applied_opts[3];
     EXPECT_NE(prog->kernel.src.find("*((float" + std::to_string(w) + "*)((data0"), std::string::npos) << prog->kernel.src;
     check(deq, want, "Q4_K");
+    // the prompt's graph of the same W (ggml_dequant_rows: its words and its sub-blocks' d * scale, dmin * min stored
+    // along the rows by a kernel of their own): per row a 32-bit word of 8 nibbles is gathered into the lanes, the
+    // products are whole vector loads
+    Tensor raw = Tensor::from_vector(bytes, {nb * 144}, dtypes::uint8).realize();
+    gguf::DotWeight dw = gguf::ggml_dot_weight(raw, n, kk, gguf::GGMLType::Q4_K);
+    Tensor::realize({dw.words, dw.halves, dw.scales});
+    Tensor rows = gguf::ggml_dequant_rows(dw, n, kk);
+    check(rows, want, "Q4_K words");
+    EXPECT_EQ(rows.to_vector<float>(), want);
+    // (scheduled after: a schedule that is not run leaves the scales' kernel a buffer that later graphs read unfilled)
+    std::string fw = "float" + std::to_string(w);
+    std::string rsrc = to_program(last_kernel(panels(rows)), with_width(w))->kernel.src;
+    EXPECT_NE(rsrc.find("unsigned_int" + std::to_string(w) + " cast0 = (unsigned_int" + std::to_string(w) + "){"), std::string::npos) << rsrc;
+    EXPECT_NE(rsrc.find(fw + " val"), std::string::npos) << rsrc;
+    EXPECT_EQ(rsrc.find("unsigned char"), std::string::npos) << rsrc;
+    EXPECT_NE(rsrc.find("*((" + fw + "*)((data0"), std::string::npos) << rsrc;
   }
 }
 

@@ -171,6 +171,29 @@ TEST(Gemm, BlocksOfKForFewRowsOfA) {
   EXPECT_EQ(kernels(a128, 512 << 10), 2u * 3u) << "blocks of 256";
 }
 
+TEST(Gemm, ChunksOfColumnsForMoreRowsOfBThanOfA) {
+  // B with more rows than A and bigger than GEMM_CHUNK_BYTES of panels: packed and multiplied a chunk of columns at a
+  // time, the chunks' outputs copied into one (tensor/gemm.cpp). 256 KiB at K=512 is chunks of 128 columns: A^T, B^T, a
+  // batch and a K of no power of two at both widths, values as libtorch's
+  for (int64_t w : {8, 16}) {
+    tg::Context ctx({{"CPU_VECTOR_WIDTH", w}, {"SIMD", 1}, {"GEMM_CHUNK_BYTES", 256 << 10}});
+    SCOPED_TRACE("CPU_VECTOR_WIDTH=" + std::to_string(w));
+    for (const Mm& c : {Mm{0, 64, 512, 1024}, Mm{0, 100, 768, 768}, Mm{0, 64, 512, 512, true, false}, Mm{0, 128, 640, 512, false, true},
+                        Mm{2, 64, 384, 1024}, Mm{0, 96, 1000, 512}})
+      expect_matmul(c);
+  }
+  tg::Context ctx({{"CPU_VECTOR_WIDTH", 16}, {"SIMD", 1}});
+  Pair b = input({512, 1024}, dtypes::float32, -1, 1, 22);
+  auto kernels = [&](int64_t m, int64_t bytes) {
+    tg::Context c({{"GEMM_CHUNK_BYTES", bytes}});
+    return tg::Tensor::schedule_linear({input({m, 512}, dtypes::float32, -1, 1, 21).t.matmul(b.t)}).size();
+  };
+  EXPECT_EQ(kernels(64, 256 << 10), 8u * 2u + 1u) << "8 chunks of 128 columns: a pack and a product each, then one copy";
+  EXPECT_EQ(kernels(64, 0), 2u) << "0: B packed whole, then the product";
+  EXPECT_EQ(kernels(64, 2 << 20), 2u) << "B (2 MiB) within the budget";
+  EXPECT_EQ(kernels(512, 256 << 10), 2u) << "as many rows of A as of B";
+}
+
 TEST(Gemm, EpiloguesOverBigPanels) {
   // x @ W^T with W stored (N, K) as a model file has it, B's panels 1 MiB and more, epilogues fused into the GEMM (silu,
   // a residual add, silu(x W^T) * x W^T as an FFN's gate and up) against libtorch at both widths, one and two threads

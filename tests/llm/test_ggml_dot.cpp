@@ -65,6 +65,30 @@ TEST_P(GgmlDot, MatchesGgmlsIntegerDot) {
   for (size_t i = 0; i < size_t(N); i++) EXPECT_NEAR(y0[i], ry[i], tol * scale[i]) << "one row, column " << i;
 }
 
+// ggml_dequant_rows equals W decoded from its bytes (ggml_data_to_tensor, which test_gguf checks against gguf-py bit for
+// bit), and so does a prompt's x @ W^T through the packed GEMM (tensor/gemm.cpp: from 64 rows of x and 256K weights)
+// with either graph of W: the same panels, bit for bit, and the same GEMM
+TEST(GgmlDequantRows, PromptGemmEqualsDecodedWeights) {
+  ASSERT_TRUE(ref().error.empty()) << ref().error;
+  for (int simd : {1, 0}) {
+    Context ctx({{"SIMD", simd}});
+    std::vector<uint8_t> wb = ref().load<uint8_t>("Q4_K.w.bin"), w8;
+    for (int i = 0; i < 8; i++) w8.insert(w8.end(), wb.begin(), wb.end());  // 512 rows (8 copies of the reference's 64)
+    int64_t n = 8 * N;
+    Tensor w = Tensor::from_vector(w8, {int64_t(w8.size())}).realize();
+    DotWeight dw = ggml_dot_weight(w, n, K, GGMLType::Q4_K);
+    Tensor::realize({dw.words, dw.halves, dw.scales});
+    Tensor rows = ggml_dequant_rows(dw, n, K), deq = ggml_data_to_tensor(w, n * K, GGMLType::Q4_K).reshape({n, K});
+    EXPECT_EQ(rows.to_vector<float>(), deq.to_vector<float>()) << "SIMD=" << simd;
+    Tensor x = Tensor::from_vector(ref().load<float>("x.bin"), {R, K});
+    Tensor x6 = Tensor::cat({x, x * 0.5f, x, x * -2.0f, x, x}, 0);  // 144 rows
+    // (SIMD=0 has no panels: each graph's decode fuses into the GEMM's loop, where the compiler may contract differently)
+    if (simd) EXPECT_EQ(x6.matmul(rows.transpose(0, 1)).to_vector<float>(), x6.matmul(deq.transpose(0, 1)).to_vector<float>());
+  }
+  DotWeight none{Tensor::zeros({36}, dtypes::uint32), Tensor::zeros({72}, dtypes::float16), Tensor::zeros({1, 1, 16}, dtypes::uint8)};
+  EXPECT_NE(test::error_of([&] { ggml_dequant_rows(none, 2, 256); }).find("not of 2 rows of 256"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, GgmlDot, testing::Combine(testing::Values(GGMLType::Q8_0, GGMLType::Q4_K), testing::Values(1, 0)));
 
 TEST(GgmlDotErrors, BadInputIsAnError) {

@@ -25,7 +25,7 @@ namespace {
 const char* const kernel_knobs[] = {"BEAM", "NOOPT", "SIMD", "THREADS", "NUM_CPU_THREADS", "TRANSCENDENTAL", "DISABLE_FAST_IDIV",
                                     "NOLOCALS", "BEAM_PADTO", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX", "BEAM_UOPS_MAX", "BEAM_TEST_SIZE", "BEAM_MIN_PROGRESS_NS", "MAX_KERNEL_BUFFERS",
                                     "SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE", "NO_MEMORY_PLANNER",
-                                    "GEMM_BLOCK_BYTES"};
+                                    "GEMM_BLOCK_BYTES", "GEMM_CHUNK_BYTES"};
 const char* const other_knobs[] = {"DEBUG", "DEBUG_RANGEIFY", "BEAM_DEBUG", "TRACK_REWRITES", "CACHELEVEL", "IGNORE_BEAM_CACHE",
                                    "JIT", "SCACHE", "LRU", "CONST_LR", "FUSE_OPTIM", "TIERED_COMPILE", "COMPILE_BATCH", "QUANT_DOT", "WINO"};
 

@@ -239,6 +239,19 @@ TEST(TensorRealize, RealizeSwapsToBuffer) {
   }
 }
 
+TEST(TensorRealize, RealizeReachesTensorsMadeBeforeAndAfter) {
+  // realize rewrites every live tensor whose graph reaches what it realized, and does not walk graphs made before that
+  // (apply_map_to_tensors, by the nodes' creation order): a tensor made first that is the same node (hash-consed), one
+  // made on top of it afterwards, and one of older nodes only, which keeps its kernel
+  Tensor a = Tensor::from_vector<float>({1, 2, 3});
+  Tensor first = (a * 2).contiguous(), other = (a + 5).contiguous(), same = (a * 2).contiguous(), above = same + 1;
+  same.realize();
+  EXPECT_EQ(Tensor::schedule_linear({first}).size(), 0u) << "the same node as the realized one: now its buffer";
+  EXPECT_EQ(above.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+  EXPECT_EQ(other.to_vector<float>(), (std::vector<float>{6, 7, 8}));
+  EXPECT_EQ(first.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+}
+
 TEST(TensorRealize, CreationAndAssign) {
   {
     EXPECT_EQ(Tensor::arange(5).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 2, 3, 4}));

@@ -691,8 +691,9 @@ bool column_reduce(Scheduler& k) {
 // new page per step, 1-2 GB/s). Vector lanes on the output's contiguous axis, then the input's next stored axis as
 // rows of the tile, so each step reads whole cache lines (up to 1 KiB) in the input's order and writes a few streams.
 // The copied value may be an expression of the loads (a cast, a dequantization: float16 or Q4_K weights to the GEMM's
-// float32 panels) where every input is read across the output's lanes: the rows are an axis along which each input
-// is contiguous or constant (a block's scale), so the expression is computed once per element, on whole rows
+// float32 panels) of inputs read across the output's lanes or along them (a vector load: Q4_K's d * scale stored along
+// W's rows for the prompt's panels, llm/ggml_dot.cpp): the rows are an axis along which each input is contiguous or
+// constant (a block's scale), so the expression is computed once per element, on whole rows
 bool copy_tile(Scheduler& k) {
   if (k.ren.has_local || k.ren.vector_width == 0 || !k.reduceops().empty()) return false;
   std::optional<UOp> st;
@@ -713,7 +714,6 @@ bool copy_tile(Scheduler& k) {
   UOp v = st->src(1);
   bool plain = v.op() == LOAD || v.op() == INDEX;
   if (plain && loads.size() != 1) return false;
-  if (!plain && std::any_of(loads.begin(), loads.end(), [&](const UOp& b) { return stride_in(b.src(1).get_idx(), rs[*oa]) == 1; })) return false;
   int64_t item = 1;
   for (auto& b : loads) item = std::max<int64_t>(item, b.dtype().itemsize());
   int64_t run = plain && stride_in(loads[0].src(1).get_idx(), rs[*oa]) == 1 ? fs[*oa] : 1;
