@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tg/device.h"
 #include "tg/error.h"
 #include "tg/llm.h"
 #include "util/settings.h"
@@ -320,6 +321,9 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
     if (!all_logits && i + n < tokens.size()) l.realize();
     else for (float x : l.to_vector<float>()) out.push_back(x);
   }
+  // the prompt's GEMMs leave their weights' float panels (a layer's worth, tensor/gemm.cpp) and activations in the
+  // allocator's cache; decode reuses none of them (docs/benchmarks.md, the LLM's RSS)
+  if (tokens.size() > 1) free_device_cache(dev_);
   return out;
 }
 
