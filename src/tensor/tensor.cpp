@@ -313,10 +313,16 @@ std::vector<uint8_t> Tensor::data() const {
   if (launch_recorder()) throw Error("data: cannot read tensor data while TinyJit captures (the value would be baked into the replay)");
   if (dtype().is_weak()) return cast(strong_dtype(dtype())).data();
   if (numel() == 0) return {};
-  // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it
-  Tensor x = contiguous();
+  // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it. A view
+  // of a DISK file (movement ops and bitcasts of its BUFFER: nothing pending) is read as it is, with no schedule
+  auto stored = [](UOp u) {
+    while (GroupOp::Movement.has(u.op()) || u.op() == Ops::BITCAST) u = u.src(0);
+    return u.op() == Ops::BUFFER;
+  };
+  bool in_place = device() && device()->starts_with("DISK:") && stored(uop_of(*this));
+  Tensor x = in_place ? *this : contiguous();
   if (!device() || is_device_tuple(*device())) x = x.clone("CPU");
-  x.realize();
+  if (!in_place) x.realize();
   auto vb = viewed_buffer(uop_of(x));
   if (auto* e = std::get_if<std::string>(&vb)) throw Error("data: reading " + *e + " is not supported");
   auto [u, offset] = std::get<0>(vb);

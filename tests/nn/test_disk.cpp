@@ -11,6 +11,7 @@
 #include "tensor/tensor_impl.h"
 #include "tg/state.h"
 #include "util/process.h"
+#include "util/stats.h"
 #include "../tensor/tensor_test_util.h"
 
 using namespace tg;
@@ -197,6 +198,20 @@ TEST_F(Disk, ToMappedIsTheFilesPagesWhereTheyLie) {
   // the mapped tensor keeps the mapping alive after every DISK tensor is gone
   Tensor keep = file(64)[S(32, 48)].to_mapped("CPU");
   EXPECT_EQ(keep.to_vector<uint8_t>(), bytes(32, 48));
+}
+
+// data() of a view of the file reads it as it lies (DISK's pread), with no schedule; a DISK tensor with a copy pending
+// is realized first
+TEST_F(Disk, DataOfAViewIsReadWithoutASchedule) {
+  write(64);
+  Tensor t = file(64);
+  int64_t sched = engine_stats().schedules;
+  EXPECT_EQ(t[S(8, 24)].data(), bytes(8, 24));
+  EXPECT_EQ(t[S(4, 12)].bitcast(dtypes::int32).reshape({2}).to_vector<int32_t>(), as<int32_t>(4, 12));
+  EXPECT_EQ(engine_stats().schedules, sched);
+  Tensor d = Tensor::from_vector<uint8_t>({9, 8, 7, 6}, {4}).to("DISK:" + path);
+  EXPECT_EQ(d.data(), (std::vector<uint8_t>{9, 8, 7, 6}));
+  EXPECT_GT(engine_stats().schedules, sched);
 }
 
 TEST_F(Disk, ToMappedWritesStayInTheProcess) {
