@@ -50,7 +50,7 @@ bw=$(awk '/^dram_read_GBps/ {print $2}' <<<"$dram")
 
 # ** 4. both engines on each file **
 echo "threads $threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s %15s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB" "allowed MiB"
+printf '%-12s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s %14s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB" "allowed MiB"
 for s in $shapes; do for t in ${TYPES:-F16 Q8_0 Q4_K}; do
   m=$cache/models/llama$s-$t.gguf
   # llama-bench prints avg_ts per test in its csv output (one row for ppPP, one for tgTG)
