@@ -6,7 +6,8 @@
 #    the repo); 2. the models (bench/llm_model.py, random weights) as each type: 110m a llama of d 768, 12 layers, ffn
 #    2048; 500m (507M parameters) d 1024, 24 layers, 16 heads over 4 KV heads, ffn 5120; 3. DRAM read bandwidth
 #    (build/bench/dram_bw); 4. llama-bench and `tg-llm bench` on each file: prompt (ppPP) and decode (tgTG) tok/s and
-#    their ratios, decode as weight bytes per token / time against the bandwidth.
+#    their ratios, decode as weight bytes per token / time against the bandwidth, and peak RSS against the goal's bound
+#    (file size + KV cache) * 1.15 ("ok" or "over").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -49,7 +50,7 @@ bw=$(awk '/^dram_read_GBps/ {print $2}' <<<"$dram")
 
 # ** 4. both engines on each file **
 echo "threads $threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB"
+printf '%-12s %10s %10s %8s | %10s %10s %8s | %9s %8s %9s %14s\n' type "pp$pp tg" "pp$pp l.cpp" ratio "tg$tg tg" "tg$tg l.cpp" ratio "1st tok" "% DRAM" "RSS MiB" "allowed MiB"
 for s in $shapes; do for t in ${TYPES:-F16 Q8_0 Q4_K}; do
   m=$cache/models/llama$s-$t.gguf
   # llama-bench prints avg_ts per test in its csv output (one row for ppPP, one for tgTG)
@@ -58,10 +59,11 @@ import csv, sys
 r = {("pp" if int(x["n_prompt"]) else "tg"): float(x["avg_ts"]) for x in csv.DictReader(sys.stdin)}
 print(r["pp"], r["tg"])')
   o=$(NUM_CPU_THREADS=$threads "$build/tg-llm" bench --model "$m" -p "$pp" -n "$tg" --reps "$reps" --ctx $((pp + tg)) 2>/dev/null | tail -1)
-  # o: "pp_tok_s tg_tok_s first_token_ms peak_rss_mib weight_bytes_per_token"
-  "$py" - "$s $t" $l $o "$bw" <<'PY'
+  # o: "pp_tok_s tg_tok_s first_token_ms peak_rss_mib weight_bytes_per_token kv_cache_bytes"
+  "$py" - "$s $t" $l $o "$bw" "$(stat -c %s "$m")" <<'PY'
 import sys
-t, lpp, ltg, pp, tg, ft, rss, wb, bw = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{t:<12} {pp:10.1f} {lpp:10.1f} {pp / lpp:7.2f}x | {tg:10.1f} {ltg:10.1f} {tg / ltg:7.2f}x | {ft:7.0f}ms {100 * wb * tg / 1e9 / bw:7.1f}% {rss:9.0f}")
+t, lpp, ltg, pp, tg, ft, rss, wb, kv, bw, size = sys.argv[1], *map(float, sys.argv[2:])
+allowed = (size + kv) * 1.15 / 2**20
+print(f"{t:<12} {pp:10.1f} {lpp:10.1f} {pp / lpp:7.2f}x | {tg:10.1f} {ltg:10.1f} {tg / ltg:7.2f}x | {ft:7.0f}ms {100 * wb * tg / 1e9 / bw:7.1f}% {rss:9.0f} {allowed:9.0f} {'ok' if rss <= allowed else 'over':>4}")
 PY
 done; done

@@ -47,7 +47,8 @@ void usage() {
       "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n"
       "  bench times, as llama-bench does, a prompt of -p random tokens (default 128, one chunk) and -n decoded tokens (default\n"
       "  128, greedy, from an empty cache), after a warm-up run that compiles the kernels, averaged over R runs (default 3).\n"
-      "  Its last line: prompt tok/s, decode tok/s, first-token ms (the warm prompt), peak RSS MiB, weight bytes per token.\n");
+      "  Its last line: prompt tok/s, decode tok/s, first-token ms (the warm prompt), peak RSS MiB, weight bytes per token,\n"
+      "  KV cache bytes.\n");
 }
 
 Options parse(int argc, char** argv) {
@@ -156,12 +157,15 @@ int bench(llm::Model& m, const Options& o) {
   int64_t wbytes = 0;
   for (auto& t : m.gguf().tensors) wbytes += t.nbytes;
   if (!c.tied_embeddings) wbytes -= m.gguf().info("token_embd.weight").nbytes;
+  // the KV cache's bytes (float32 keys and values of every layer for --ctx positions): RSS is held to file + this + 15 %
+  int64_t kvbytes = c.n_layers * 2 * c.n_kv_heads * c.max_context * c.head_dim * 4;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::fprintf(stderr, "pp%lld: %.2f tok/s (first token %.1f ms warm, %.1f ms cold) | tg%lld: %.2f tok/s (%.2f ms/token, %.1f MB weights) | peak RSS %.1f MiB\n",
                (long long)o.pp, double(o.pp) / pp_s, pp_s * 1e3, cold * 1e3, (long long)o.n, double(o.n) / tg_s, tg_s / double(o.n) * 1e3,
                double(wbytes) / 1e6, double(ru.ru_maxrss) / 1024);
-  std::printf("%.3f %.3f %.3f %.1f %lld\n", double(o.pp) / pp_s, double(o.n) / tg_s, pp_s * 1e3, double(ru.ru_maxrss) / 1024, (long long)wbytes);
+  std::printf("%.3f %.3f %.3f %.1f %lld %lld\n", double(o.pp) / pp_s, double(o.n) / tg_s, pp_s * 1e3, double(ru.ru_maxrss) / 1024, (long long)wbytes,
+              (long long)kvbytes);
   return 0;
 }
 

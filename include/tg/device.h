@@ -21,4 +21,8 @@ const std::vector<std::string>& device_kinds();
 // and a platform with a device, CUDA the driver (libcuda.so.1) and a GPU (false, not an exception, for any other name)
 bool device_available(std::string_view name);
 
+// gives the memory that the device's allocator keeps of freed buffers (its LRU cache, for the next buffer of the same
+// size) back to the system: after a phase whose buffers will not come again soon (a prompt's, before decode)
+void free_device_cache(std::string_view name = "");
+
 }  // namespace tg

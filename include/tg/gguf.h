@@ -69,7 +69,8 @@ std::pair<int64_t, int64_t> ggml_block(GGMLType type);
 Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type);
 // raw ggml data `t` (as above, e.g. a view of a DISK file) moved to `device` in the form its readers want: a native type
 // reinterpreted where it lies, so the copy is typed and the kernels read float16s (not bytes assembled into them on every
-// use); quantized blocks as their bytes. ggml_data_to_tensor of the result decodes it
+// use); quantized blocks as their bytes. ggml_data_to_tensor of the result decodes it. On the CPU no copy: the file's
+// pages where they lie (Tensor::to_mapped), so a model costs its page cache, not a copy of it
 Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device);
 
 // ** ggml's integer dot products (ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q4_K_q8_K) **

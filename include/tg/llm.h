@@ -103,16 +103,18 @@ class Model {
   };
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
   Tensor ffn(const Layer& l, const Tensor& x) const;  // the dense SwiGLU or the layer's experts
-  Tensor forward_at(const Tensor& tokens, const sint& start_pos, bool all_logits);
+  Tensor forward_at(const Tensor& rows, const sint& start_pos, bool all_logits);
+  Tensor embedding_rows(std::span<const int32_t> ids) const;  // the ids' rows of token_embd's bytes (T, row bytes) on dev_
   sint start_var() const;
   void check_positions(int64_t start_pos, int64_t T) const;
-  Tensor decode(const Tensor& token, int64_t start_pos);  // forward of one token through jit_: realized logits (1, vocab)
+  Tensor decode(int32_t token, int64_t start_pos);  // forward of one token through jit_: realized logits (1, vocab)
   Tensor rope(const Tensor& x, const sint& start_pos) const;
   gguf::GGUF g_;
   Config cfg_;
   Tokenizer tok_;
   std::string dev_;
-  Tensor token_embd_, output_norm_, rope_cos_, rope_sin_;
+  Tensor output_norm_, rope_cos_, rope_sin_;
+  gguf::TensorInfo embd_;  // token_embd.weight, read a row at a time (embedding_rows)
   Linear output_;
   std::vector<Layer> layers_;
   std::vector<int32_t> stop_;

@@ -198,6 +198,12 @@ class Tensor {
   Tensor contiguous() const;
   Tensor to(const std::string& device) const;
   Tensor& to_(const std::string& device);  // moves this tensor (and its grad) to device in place
+  // to(device) without a copy where that can be: a DISK tensor that reads one contiguous byte range of its file, to a
+  // CPU device, is a CPU buffer over the file's pages where they lie (a private mapping: the page cache's pages, read
+  // when kernels touch them and counted once in RSS; one written to becomes this process's own). It shows later writes
+  // to the file's untouched pages, and a kernel reading it after the file was truncated dies of SIGBUS, as with any
+  // mapping. Another source or device, or a range not 16-byte aligned: to(device). A DISK view that is not one range: an Error
+  Tensor to_mapped(const std::string& device) const;
   Tensor clone(const std::string& device = "") const;
   // multi-device (tinygrad's shard): a copy on every device, whole (axis nullopt: replicated) or split in equal slices
   // along axis. Ops on it run on each device; a reduction over the split axis all-reduces; to(one device) gathers

@@ -232,9 +232,10 @@ std::vector<RecordedLaunch>* launch_recorder() { return recorder; }
 void set_launch_timer(std::vector<TimedLaunch>* t) { timer = t; }
 std::vector<TimedLaunch>* launch_timer() { return timer; }
 
-Buffer& buffer_of(const UOp& buf) {
+Buffer& buffer_of(const UOp& buf) { return *shared_buffer_of(buf); }
+std::shared_ptr<Buffer> shared_buffer_of(const UOp& buf) {
   if (buf.op() != Ops::BUFFER) throw Error("buffer_of: expected a BUFFER, got " + std::string(op_name(buf.op())));
-  return *base_buffer(buf);
+  return base_buffer(buf);
 }
 
 namespace {

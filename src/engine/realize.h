@@ -15,6 +15,8 @@ namespace tg {
 void run_linear(const UOp& linear, const VarVals& vars = {});
 // the runtime buffer behind a BUFFER UOp (allocated now if it has none yet)
 Buffer& buffer_of(const UOp& buf);
+// the same, shared: to keep it alive past its BUFFER node (a CPU buffer of Tensor::to_mapped keeps its DISK buffer)
+std::shared_ptr<Buffer> shared_buffer_of(const UOp& buf);
 
 // one launch run_linear made, as TinyJit records it while capturing: a kernel, or a copy (prg null, bufs {dest, src})
 struct RecordedLaunch {

@@ -146,7 +146,7 @@ Tensor ggml_data_to_tensor(const Tensor& t, int64_t n, GGMLType type) {
 }
 
 Tensor ggml_data_to_device(const Tensor& t, int64_t n, GGMLType type, const std::string& device) {
-  return native_dtype(type) != dtypes::void_ ? ggml_data_to_tensor(t, n, type).to(device) : t.to(device);
+  return native_dtype(type) != dtypes::void_ ? ggml_data_to_tensor(t, n, type).to_mapped(device) : t.to_mapped(device);
 }
 
 }  // namespace tg::gguf

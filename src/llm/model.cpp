@@ -3,7 +3,9 @@
 // decoded in the kernels that read them), 3. forward with the KV cache, 4. logits in chunks.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
+#include "tg/device.h"
 #include "tg/error.h"
 #include "tg/llm.h"
 #include "util/settings.h"
@@ -162,9 +164,11 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
   };
   auto opt = [&](const std::string& name, const Shape& shape) { return has_tensor(g_, name) ? std::optional(weight(name, shape).w) : std::nullopt; };
   int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
-  Linear embd = linear("token_embd.weight", {c.vocab_size, c.dim});
-  token_embd_ = embd.w, output_norm_ = weight("output_norm.weight", {c.dim}).w;
-  output_ = c.tied_embeddings ? embd : linear("output.weight", {c.vocab_size, c.dim});
+  embd_ = g_.info("token_embd.weight");
+  if (embd_.shape != Shape{c.vocab_size, c.dim} || !gguf::ggml_type_supported(embd_.type) || c.dim % gguf::ggml_block(embd_.type).first)
+    throw Error("llm: token_embd.weight is " + shape_s(embd_.shape) + " " + gguf::ggml_type_name(uint32_t(embd_.type)) + ", not rows of whole blocks");
+  output_norm_ = weight("output_norm.weight", {c.dim}).w;
+  output_ = linear(c.tied_embeddings ? "token_embd.weight" : "output.weight", {c.vocab_size, c.dim});
   for (int64_t i = 0; i < c.n_layers; i++) {
     std::string b = "blk." + std::to_string(i) + ".";
     bool experts = c.n_experts > 0 && i >= c.leading_dense_blocks;
@@ -336,13 +340,32 @@ Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) 
   int64_t T = tokens.shape()[1];
   check_positions(start_pos, T);
   // one token at a time: the position is a bound Variable, so decode compiles its kernels once for every position
-  return forward_at(tokens, T == 1 ? start_var().bind(start_pos) : sint(start_pos), all_logits);
+  return forward_at(embedding_rows(tokens.cast(dtypes::int32).to_vector<int32_t>()), T == 1 ? start_var().bind(start_pos) : sint(start_pos), all_logits);
 }
 
-Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits) {
+// the embedding is the one weight a token reads a row of: read from the file on the host (the DISK device's pread), so
+// an untied table's pages are never mapped into the process (a GEMM-free gather of the mapped table faults in 16 pages
+// around each row it reads: 7-9 MiB of the 110M llama's table for a 128-token prompt)
+Tensor Model::embedding_rows(std::span<const int32_t> ids) const {
+  auto [blk, bytes] = gguf::ggml_block(embd_.type);
+  int64_t row = cfg_.dim / blk * bytes, b = int64_t(g_.parts.at(embd_.split).data_start + embd_.offset);
+  std::vector<uint8_t> out;
+  out.reserve(ids.size() * size_t(row));
+  for (int32_t id : ids) {
+    if (id < 0 || id >= cfg_.vocab_size) throw Error("llm: token id " + std::to_string(id) + " is out of range (vocab " + std::to_string(cfg_.vocab_size) + ")");
+    if (getenv("IFS")) { std::ifstream f(g_.parts[embd_.split].file.device()->substr(5), std::ios::binary); std::string r(size_t(row), '\0'); f.seekg(b + id * row).read(r.data(), row); out.insert(out.end(), r.begin(), r.end()); continue; }
+    std::vector<uint8_t> r = g_.parts[embd_.split].file.shrink({{b + id * row, b + (id + 1) * row}}).data();
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return Tensor::from_vector(out, {int64_t(ids.size()), row}, std::nullopt, dev_);
+}
+
+Tensor Model::forward_at(const Tensor& rows, const sint& pos, bool all_logits) {
   const Config& c = cfg_;
-  int64_t T = tokens.shape()[1];
-  Tensor x = (Tensor::arange(c.vocab_size) == tokens.unsqueeze(-1)).unsqueeze(-1).where(token_embd_, 0.0f).sum(-2);  // (1, T, dim)
+  int64_t T = rows.shape()[0];
+  // decoded in a kernel of its own (as the gather was): fused into the first layer's kernels, the kquant test model's
+  // second prompt chunk of 4 under QUANT_DOT=1 came out wrong (0.06 in log-prob; a codegen bug not chased here)
+  Tensor x = gguf::ggml_data_to_tensor(rows.flatten(), T * c.dim, embd_.type).reshape({1, T, c.dim}).cast(dtypes::float32).contiguous();
   for (Layer& l : layers_) {
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
@@ -358,13 +381,13 @@ Tensor Model::forward_at(const Tensor& tokens, const sint& pos, bool all_logits)
 
 // ** 4. logits in chunks **
 
-Tensor Model::decode(const Tensor& token, int64_t start_pos) {
+Tensor Model::decode(int32_t token, int64_t start_pos) {
   check_positions(start_pos, 1);
   if (!jit_ || jit_owner_ != this) {
     jit_ = std::make_shared<TinyJit<Tensor>>([this](const std::vector<Tensor>& in, const std::vector<sint>& v) { return forward_at(in[0], v[0], true); });
     jit_owner_ = this;
   }
-  return (*jit_)({token}, {start_var().bind(start_pos)});
+  return (*jit_)({embedding_rows(std::span(&token, 1))}, {start_var().bind(start_pos)});
 }
 
 std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_pos, bool all_logits, int64_t chunk) {
@@ -375,12 +398,16 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
   std::vector<float> out;
   for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
     size_t n = std::min(tokens.size() - i, size_t(chunk));
-    Tensor t = Tensor::from_vector(std::vector<int32_t>(tokens.begin() + i, tokens.begin() + i + n), {1, int64_t(n)}, std::nullopt, dev_);
-    Tensor l = n == 1 ? decode(t, start_pos + int64_t(i)) : forward(t, start_pos + int64_t(i), all_logits);
+    std::span<const int32_t> t = tokens.subspan(i, n);
+    if (n > 1) check_positions(start_pos + int64_t(i), int64_t(n));
+    Tensor l = n == 1 ? decode(t[0], start_pos + int64_t(i)) : forward_at(embedding_rows(t), start_pos + int64_t(i), all_logits);
     // a chunk before the last one only fills the cache: realizing its (cheap) last logits writes its keys and values
     if (!all_logits && i + n < tokens.size()) l.realize();
     else for (float x : l.to_vector<float>()) out.push_back(x);
   }
+  // the prompt's GEMMs leave their weights' float panels (a layer's worth, tensor/gemm.cpp) and activations in the
+  // allocator's cache; decode reuses none of them (docs/benchmarks.md, the LLM's RSS)
+  if (tokens.size() > 1 && !getenv("NOFREE")) free_device_cache(dev_);
   return out;
 }
 

@@ -46,10 +46,10 @@ void Buffer::deallocate() {
   ptr_ = nullptr;
 }
 
-void Buffer::use_external(void* ptr) {
+void Buffer::use_external(void* ptr, std::shared_ptr<const void> owner) {
   if (base_) throw Error("Buffer::use_external: a view cannot own external memory");
   if (ptr_ && !external_) dev_->free(ptr_, nbytes());
-  ptr_ = ptr, external_ = true;
+  ptr_ = ptr, external_ = true, owner_ = std::move(owner);
 }
 
 void* Buffer::ptr() {

@@ -36,8 +36,10 @@ class Buffer {
   Buffer& ensure_allocated();
   void deallocate();  // back to the LRU cache; a view only forgets its pointer
   void* ptr();        // the device pointer, allocating first
-  // use memory the caller owns (Tensor::from_blob): never allocated, freed or given back here; the caller keeps it valid
-  void use_external(void* ptr);
+  // use memory the caller owns (Tensor::from_blob): never allocated, freed or given back here; the caller keeps it valid.
+  // With an owner (Tensor::to_mapped: the DISK buffer whose mapping it is), the memory is the owner's, kept alive with
+  // this buffer, and changes only through tg: its writes are counted as for allocated memory
+  void use_external(void* ptr, std::shared_ptr<const void> owner = nullptr);
 
   void copyin(const void* host, size_t nbytes);   // nbytes must equal nbytes()
   void copyout(void* host, size_t nbytes);        // nbytes must equal nbytes()
@@ -46,7 +48,7 @@ class Buffer {
   // a count of the writes through the runtime (copyin, copy_from, the kernels and copies run_linear and TinyJit launch
   // into it), kept by the base: a TinyJit replay skips a launch whose buffers' counts did not change since it ran.
   // Memory of the caller's (from_blob) changes unseen: it has none
-  std::optional<uint64_t> version() const { return base_ ? base_->version() : external_ ? std::nullopt : std::optional(version_); }
+  std::optional<uint64_t> version() const { return base_ ? base_->version() : external_ && !owner_ ? std::nullopt : std::optional(version_); }
   void touch() { base_ ? base_->touch() : void(++version_); }
 
  private:
@@ -57,6 +59,7 @@ class Buffer {
   size_t offset_ = 0;
   void* ptr_ = nullptr;
   bool external_ = false;
+  std::shared_ptr<const void> owner_;
   uint64_t version_ = 0;
 };
 

@@ -91,6 +91,8 @@ bool device_available(std::string_view name) {
   }
 }
 
+void free_device_cache(std::string_view name) { get_device(name).allocator().free_cache(); }
+
 Device& get_device(std::string_view name) {
   static std::mutex mu;
   // never destroyed: buffers in static objects may still free into their device at exit

@@ -77,6 +77,9 @@ class Device {
   // between two pointers of this device (the default stages through host memory)
   virtual void copy_on_device(void* dst, const void* src, size_t nbytes);
   virtual void synchronize() {}
+  // whether this device's pointers are host memory that CPU kernels may read, and write without changing what the
+  // device holds (DISK: a private copy-on-write mapping of its file); Tensor::to_mapped makes CPU buffers of them
+  virtual bool host_mapped() const { return false; }
 
   // the dialect kernels for this device are rendered in, with its caps (threads, locals, shared memory, tensor cores,
   // vector width); throws tg::Error on a device that runs no kernels

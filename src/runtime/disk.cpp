@@ -1,7 +1,9 @@
-// The DISK device (DISK:/path, tinygrad's ops_disk.py): a buffer is a read-only shared mapping of the first nbytes of
-// the file, made when the buffer is first used (so building a DISK tensor reads nothing). Views are byte offsets into
-// it (Buffer::view). copyout reads and copyin writes through the file descriptor (the page cache keeps the
-// mapping coherent). DISK runs no kernels: the scheduler only ever moves bytes in and out of it with COPY.
+// The DISK device (DISK:/path, tinygrad's ops_disk.py): a buffer is a private (copy-on-write) mapping of the first
+// nbytes of the file, made when the buffer is first used (so building a DISK tensor reads nothing). Views are byte
+// offsets into it (Buffer::view). copyout reads and copyin writes through the file descriptor; the mapping shows
+// the file's pages as they are, and a page written through it (a CPU tensor of Tensor::to_mapped, assigned to)
+// becomes this process's own copy, never written back. DISK runs no kernels: the scheduler only ever moves bytes in
+// and out of it with COPY.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -50,6 +52,7 @@ class DiskDevice : public Device {
       done += size_t(w);
     }
   }
+  bool host_mapped() const override { return true; }
   const CStyleLanguage& renderer() override { throw no_kernels(); }
   std::string compile(const std::string&) override { throw no_kernels(); }
   std::unique_ptr<Program> load(const std::string& name, const std::string&) override {
@@ -73,7 +76,7 @@ class DiskDevice : public Device {
     }
     void* p;
     if (n == 0) p = new char[1];  // nothing to map; a distinct address so the table below stays a function of it
-    else if ((p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    else if ((p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
       int e = errno;
       ::close(fd);
       throw Error("DISK: cannot map " + std::to_string(n) + " bytes of " + path_ + ": " + std::strerror(e));

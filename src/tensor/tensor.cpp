@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ostream>
 #include <unordered_set>
+#include <variant>
 
 #include "engine/realize.h"
 #include "schedule/multi.h"
@@ -294,30 +295,45 @@ Tensor& Tensor::realize() {
   return *this;
 }
 
+namespace {
+// tinygrad's UOp.buffer: through the nodes that share their source's storage, then a view that reads one contiguous
+// range of a BUFFER (UOp.contiguous_view) is that range. The BUFFER and the range's byte offset, or why there is none
+std::variant<std::pair<UOp, size_t>, std::string> viewed_buffer(UOp u) {
+  auto through = [](UOp u) {
+    while (OpSet{Ops::CONTIGUOUS, Ops::CONTIGUOUS_BACKWARD, Ops::RESHAPE, Ops::DETACH, Ops::AFTER}.has(u.op())) u = u.src(0);
+    return u;
+  };
+  u = through(u);
+  size_t offset = 0;
+  if (u.op() != Ops::BUFFER) {
+    auto cv = u.contiguous_view();
+    if (!cv) return "a non-contiguous view (" + std::string(op_name(u.op())) + ")";
+    offset = size_t(cv->second) * size_t(cv->first.dtype().itemsize());
+    u = through(cv->first.base());
+  }
+  if (u.op() != Ops::BUFFER) return "no buffer behind the view (" + std::string(op_name(u.op())) + ")";
+  return std::pair{u, offset};
+}
+}  // namespace
+
 std::vector<uint8_t> Tensor::data() const {
   // as tinygrad: a value read while TinyJit captures would be baked into every replay
   if (launch_recorder()) throw Error("data: cannot read tensor data while TinyJit captures (the value would be baked into the replay)");
   if (dtype().is_weak()) return cast(strong_dtype(dtype())).data();
   if (numel() == 0) return {};
-  // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it
-  Tensor x = contiguous();
-  if (!device() || is_device_tuple(*device())) x = x.clone("CPU");
-  x.realize();
-  // tinygrad's UOp.buffer: through the nodes that share their source's storage, then a view that reads one
-  // contiguous range of a BUFFER (UOp.contiguous_view) is that range
-  auto through = [](UOp u) {
-    while (OpSet{Ops::CONTIGUOUS, Ops::CONTIGUOUS_BACKWARD, Ops::RESHAPE, Ops::DETACH, Ops::AFTER}.has(u.op())) u = u.src(0);
-    return u;
+  // tinygrad's _buffer: make it contiguous (on CPU when it has no device), realize, read the BUFFER behind it. A view
+  // of a DISK file (movement ops and bitcasts of its BUFFER: nothing pending) is read as it is, with no schedule
+  auto stored = [](UOp u) {
+    while (GroupOp::Movement.has(u.op()) || u.op() == Ops::BITCAST) u = u.src(0);
+    return u.op() == Ops::BUFFER;
   };
-  UOp u = through(uop_of(x));
-  size_t offset = 0;
-  if (u.op() != Ops::BUFFER) {
-    auto cv = u.contiguous_view();
-    if (!cv) throw Error("data: reading a non-contiguous view (" + std::string(op_name(u.op())) + ") is not supported");
-    offset = size_t(cv->second) * size_t(cv->first.dtype().itemsize());
-    u = through(cv->first.base());
-  }
-  if (u.op() != Ops::BUFFER) throw Error("data: no buffer behind the view (" + std::string(op_name(u.op())) + ")");
+  bool in_place = device() && device()->starts_with("DISK:") && stored(uop_of(*this));
+  Tensor x = in_place ? *this : contiguous();
+  if (!device() || is_device_tuple(*device())) x = x.clone("CPU");
+  if (!in_place) x.realize();
+  auto vb = viewed_buffer(uop_of(x));
+  if (auto* e = std::get_if<std::string>(&vb)) throw Error("data: reading " + *e + " is not supported");
+  auto [u, offset] = std::get<0>(vb);
   Buffer& b = buffer_of(u);
   size_t n = size_t(numel()) * size_t(dtype().itemsize());
   if (offset + n > b.nbytes()) internal_error("data: a view past the end of its buffer");
@@ -360,6 +376,23 @@ Tensor Tensor::to(const std::string& device) const {
   Tensor ret = wrap(u.copy_to_device(dev));
   if (impl_->grad) ret.impl_->grad = Tensor(impl_->grad).to(dev).impl_;
   return ret.is_param_(is_param());
+}
+
+Tensor Tensor::to_mapped(const std::string& device) const {
+  std::string dev = canonicalize_device(device);
+  std::optional<std::string> src = this->device();
+  if (!src || !src->starts_with("DISK:") || !(dev == "CPU" || dev.starts_with("CPU:")) || numel() == 0) return to(device);
+  auto vb = viewed_buffer(uop_of(*this));
+  if (auto* e = std::get_if<std::string>(&vb)) throw Error("to_mapped: the tensor is " + *e + ", not one byte range of its file: use to()");
+  auto [u, offset] = std::get<0>(vb);
+  std::shared_ptr<Buffer> file = shared_buffer_of(u);
+  if (!file->dev().host_mapped()) return to(device);
+  char* p = static_cast<char*>(file->ptr()) + offset;
+  // a CPU kernel's widest aligned access is 16 bytes (float4 without SIMD, late/coalesce.cpp); its buffers are 64-byte aligned
+  if (reinterpret_cast<uintptr_t>(p) % 16) return to(device);
+  UOp buf = UOp::new_buffer(dev, numel(), dtype());
+  buffer_of(buf).use_external(p, file);
+  return wrap(buf.reshape(shape()));
 }
 
 Tensor& Tensor::to_(const std::string& device) {

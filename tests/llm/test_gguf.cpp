@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "engine/realize.h"
 #include "support/generated.h"
+#include "tensor/tensor_impl.h"
 #include "tg/gguf.h"
 #include "support/error_of.h"
 
@@ -145,11 +147,11 @@ TEST(GGUF, StateDict) {
   EXPECT_EQ(q.dtype(), dtypes::float32);
   ASSERT_EQ(g.parts.size(), 1u);
   EXPECT_EQ(*g.parts[0].file.device(), "DISK:" + files().path("all.gguf"));
-  // the decode is a graph that fuses into its reader: summing the dequantized rows is the copy of the block bytes off
-  // DISK and one kernel, with no dequantized copy in between
+  // the decode is a graph that fuses into its reader: summing the dequantized rows is one kernel on the block bytes,
+  // which are the file's pages (Tensor::to_mapped: no copy off DISK), with no dequantized copy in between
   Tensor rows_t = q.sum(1);
   Schedule s = Tensor::schedule_linear({rows_t});
-  EXPECT_EQ(s.size(), 2u) << s.str();
+  EXPECT_EQ(s.size(), 1u) << s.str();
   s.run();
   std::vector<float> ref(3 * 512);
   std::vector<uint8_t> b = read_file(files().path("ref/q.Q4_K.bin"));
@@ -409,7 +411,7 @@ TEST(GGUF, GridDecodeFuses) {
     SCOPED_TRACE(name);
     Tensor rows_t = g.tensor(name).sum(1);
     Schedule s = Tensor::schedule_linear({rows_t});
-    EXPECT_EQ(s.size(), 2u) << s.str();
+    EXPECT_EQ(s.size(), 1u) << s.str();  // the kernel, on the mapped bytes
     s.run();
     std::vector<float> ref(3 * 512), rows = rows_t.to_vector<float>();
     std::vector<uint8_t> b = read_file(files().path(std::string("ref/") + name + ".bin"));
@@ -420,6 +422,28 @@ TEST(GGUF, GridDecodeFuses) {
       for (int i = 0; i < 512; i++) sum += ref[size_t(r * 512 + i)];
       EXPECT_NEAR(rows[size_t(r)], sum, 1e-3 * (1 + std::abs(sum)));
     }
+  }
+}
+
+// on the CPU a tensor is the file's pages where they lie (Tensor::to_mapped), typed for a native type and the block
+// bytes for a quantized one: nothing is scheduled, its buffer is the DISK buffer's mapping at the tensor's offset, and
+// its bytes are the file's as read with a plain ifstream
+TEST(GGUF, CpuTensorsAreTheFilesPages) {
+  NEED_FILES();
+  GGUF g = gguf_load(files().path("all.gguf"));
+  char* file = static_cast<char*>(tg::buffer_of(tg::uop_of(g.parts[0].file).base()).ptr());
+  std::ifstream f(files().path("all.gguf"), std::ios::binary);
+  for (const char* name : {"native.f16", "q.Q4_K"}) {
+    SCOPED_TRACE(name);
+    const TensorInfo& t = g.info(name);
+    int64_t b = int64_t(g.parts[0].data_start + t.offset);
+    Tensor w = ggml_data_to_device(g.parts[0].file.shrink({{b, b + t.nbytes}}), t.numel(), t.type, "CPU");
+    EXPECT_EQ(Tensor::schedule_linear({w}).size(), 0u);
+    EXPECT_EQ(tg::buffer_of(tg::uop_of(w).base()).ptr(), file + b);
+    std::string want(t.nbytes, '\0');
+    f.seekg(b).read(want.data(), std::streamsize(want.size()));
+    std::vector<uint8_t> got = w.data();
+    EXPECT_EQ(std::string(got.begin(), got.end()), want);
   }
 }
 

@@ -454,20 +454,26 @@ TEST(LlmCli, CompletesChatsAndReportsSpeed) {
   EXPECT_EQ(turns, 2u) << chat.out;
 }
 
-// tg-llm bench: positive speeds, and the weight bytes a decoded token reads (every tensor but the untied embedding
-// table) as GGUFReader counts them
+// tg-llm bench: positive speeds, the weight bytes a decoded token reads (every tensor but the untied embedding table) as
+// GGUFReader counts them, and the KV cache's bytes from its metadata (float32 keys and values, --ctx positions a layer)
 TEST(LlmCli, BenchReportsSpeedsAndWeightBytes) {
   NEED_MODELS();
   std::string m = q(models().model("quant"));
   Proc r = sh(q(TG_LLM_CLI) + " bench --model " + m + " -p 8 -n 4 --reps 1 --ctx 64 2>/dev/null");
   ASSERT_EQ(r.rc, 0) << r.out;
   double pp = 0, tg = 0, first_ms = 0, rss = 0;
-  long long wbytes = 0;
-  ASSERT_EQ(std::sscanf(r.out.c_str(), "%lf %lf %lf %lf %lld", &pp, &tg, &first_ms, &rss, &wbytes), 5) << r.out;
+  long long wbytes = 0, kvbytes = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%lf %lf %lf %lf %lld %lld", &pp, &tg, &first_ms, &rss, &wbytes, &kvbytes), 6) << r.out;
   EXPECT_GT(pp, 0); EXPECT_GT(tg, 0); EXPECT_GT(first_ms, 0); EXPECT_GT(rss, 1);
   Proc ref = sh(q(TG_PYTHON) + " -c 'import gguf, sys; print(sum(int(t.n_bytes) for t in gguf.GGUFReader(sys.argv[1]).tensors if t.name != \"token_embd.weight\"))' " + m);
   ASSERT_EQ(ref.rc, 0) << ref.out;
   EXPECT_EQ(wbytes, std::stoll(ref.out));
+  Proc kv = sh(q(TG_PYTHON) + " -c 'import gguf, sys\n"
+               "f = {x.name: x.contents() for x in gguf.GGUFReader(sys.argv[1]).fields.values() if x.name.startswith(\"llama.\")}\n"
+               "h = f[\"llama.attention.head_count\"]; kvh = f.get(\"llama.attention.head_count_kv\", h)\n"
+               "print(f[\"llama.block_count\"] * 2 * kvh * 64 * (f[\"llama.embedding_length\"] // h) * 4)' " + m);
+  ASSERT_EQ(kv.rc, 0) << kv.out;
+  EXPECT_EQ(kvbytes, std::stoll(kv.out));
 }
 
 TEST(LlmCli, ErrorsExitNonzeroWithAMessage) {

@@ -11,6 +11,7 @@
 #include "tensor/tensor_impl.h"
 #include "tg/state.h"
 #include "util/process.h"
+#include "util/stats.h"
 #include "../tensor/tensor_test_util.h"
 
 using namespace tg;
@@ -176,6 +177,67 @@ TEST_F(Disk, CopyToDiskWritesTheFile) {
   std::ifstream f(path, std::ios::binary);
   std::string s(std::istreambuf_iterator<char>(f), {});
   EXPECT_EQ(s, std::string("\x09\x08\x07\x06\x05\x04\x03\x02", 8));
+}
+
+// to_mapped: the CPU tensor is the DISK buffer's mapping at the view's offset (no COPY, no memory of its own)
+TEST_F(Disk, ToMappedIsTheFilesPagesWhereTheyLie) {
+  write(4096 + 64);
+  Tensor t = file(4096 + 64);
+  Tensor m = t[S(4096 + 16, 4096 + 48)].bitcast(dtypes::int32).reshape({2, 4}).to_mapped("CPU");
+  EXPECT_EQ(m.device(), "CPU");
+  EXPECT_EQ(m.shape(), (Shape{2, 4}));
+  EXPECT_TRUE(schedule_linear({m}).src().empty());  // nothing to copy or compute
+  char* base = static_cast<char*>(buffer_of(uop_of(t).base()).ptr());
+  EXPECT_EQ(buffer_of(uop_of(m).base()).ptr(), base + 4096 + 16);
+  EXPECT_EQ(m.to_vector<int32_t>(), as<int32_t>(4096 + 16, 4096 + 48));
+  // kernels read it in place; rows of a 2-d view are one range too
+  std::vector<int32_t> want;
+  for (int32_t v : as<int32_t>(4096 + 16, 4096 + 48)) want.push_back(v * 3);
+  EXPECT_EQ((m * 3).to_vector<int32_t>(), want);
+  EXPECT_EQ(t.reshape({65, 64})[S(2, 4)].to_mapped("CPU").to_vector<uint8_t>(), bytes(128, 256));
+  // the mapped tensor keeps the mapping alive after every DISK tensor is gone
+  Tensor keep = file(64)[S(32, 48)].to_mapped("CPU");
+  EXPECT_EQ(keep.to_vector<uint8_t>(), bytes(32, 48));
+}
+
+// data() of a view of the file reads it as it lies (DISK's pread), with no schedule; a DISK tensor with a copy pending
+// is realized first
+TEST_F(Disk, DataOfAViewIsReadWithoutASchedule) {
+  write(64);
+  Tensor t = file(64);
+  int64_t sched = engine_stats().schedules;
+  EXPECT_EQ(t[S(8, 24)].data(), bytes(8, 24));
+  EXPECT_EQ(t[S(4, 12)].bitcast(dtypes::int32).reshape({2}).to_vector<int32_t>(), as<int32_t>(4, 12));
+  EXPECT_EQ(engine_stats().schedules, sched);
+  Tensor d = Tensor::from_vector<uint8_t>({9, 8, 7, 6}, {4}).to("DISK:" + path);
+  EXPECT_EQ(d.data(), (std::vector<uint8_t>{9, 8, 7, 6}));
+  EXPECT_GT(engine_stats().schedules, sched);
+}
+
+TEST_F(Disk, ToMappedWritesStayInTheProcess) {
+  write(64);
+  Tensor m = file(64)[S(0, 16)].to_mapped("CPU");
+  m.assign(Tensor::full({16}, 7, dtypes::uint8)).realize();
+  EXPECT_EQ(m.to_vector<uint8_t>(), std::vector<uint8_t>(16, 7));
+  // the file and a fresh copy of it are as written
+  EXPECT_EQ(file(64)[S(0, 16)].to("CPU").to_vector<uint8_t>(), bytes(0, 16));
+  std::ifstream f(path, std::ios::binary);
+  std::string s(std::istreambuf_iterator<char>(f), {});
+  EXPECT_EQ(std::vector<uint8_t>(s.begin(), s.begin() + 16), bytes(0, 16));
+}
+
+TEST_F(Disk, ToMappedFallsBackToACopy) {
+  write(64);
+  Tensor t = file(64);
+  // a range not 16-byte aligned is copied (kernels' aligned vector loads), as is a tensor of another device
+  Tensor u = t[S(3, 19)].bitcast(dtypes::uint64).to_mapped("CPU");
+  EXPECT_EQ(calls_of(u), (std::vector<std::string>{"COPY DISK:" + path + "->CPU"}));
+  EXPECT_EQ(u.to_vector<uint64_t>(), as<uint64_t>(3, 19));
+  Tensor c = Tensor::from_vector<int32_t>({1, 2, 3}, {3});
+  EXPECT_EQ(c.to_mapped("CPU:1").device(), "CPU:1");
+  EXPECT_EQ(c.to_mapped("CPU:1").to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 3}));
+  // a view that is not one byte range of the file says so
+  expect_has(error_of([&] { t.reshape({8, 8})[std::vector<Index>{Slice{}, Slice{0, 2}}].to_mapped("CPU"); }), {"to_mapped", "non-contiguous", "to()"});
 }
 
 TEST(CrossDevice, CpuToCpu1AndBack) {

@@ -97,6 +97,22 @@ TEST(LRU, ReusesFreedAllocationOfSameSize) {
   EXPECT_EQ(d.allocator().stats().raw_allocs, s.raw_allocs + 1);
 }
 
+// tg::free_device_cache (public): the device's cached allocations go back to the system, live buffers stay
+TEST(LRU, FreeDeviceCacheByName) {
+  ScopedEnv lru("LRU", std::nullopt);
+  Device& d = get_device("CPU:7");
+  Buffer live("CPU:7", 64, dtypes::float32);
+  live.copyin(std::vector<float>(64, 2.5f).data(), 256);
+  { Buffer a("CPU:7", 300, dtypes::float32); a.ptr(); }
+  EXPECT_GE(d.allocator().stats().cached_bytes, 1200u);
+  free_device_cache("cpu:7");
+  EXPECT_EQ(d.allocator().stats().cached, 0u);
+  EXPECT_EQ(d.allocator().stats().cached_bytes, 0u);
+  std::vector<float> back(64);
+  live.copyout(back.data(), 256);
+  EXPECT_EQ(back, std::vector<float>(64, 2.5f));
+}
+
 TEST(LRU, FreeCacheAndDisable) {
   int live = 0;
   LRUAllocator a([&](size_t n) { live++; return ::operator new(n); }, [&](void* p, size_t) { live--; ::operator delete(p); });
