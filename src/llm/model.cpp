@@ -364,7 +364,8 @@ Tensor Model::forward_at(const Tensor& rows, const sint& pos, bool all_logits) {
   const Config& c = cfg_;
   int64_t T = rows.shape()[0];
   // decoded in a kernel of its own (as the gather was): fused into the first layer's kernels, the kquant test model's
-  // second prompt chunk of 4 under QUANT_DOT=1 came out wrong (0.06 in log-prob; a codegen bug not chased here)
+  // second prompt chunk of 4 under QUANT_DOT=1 moved 0.06 in log-prob from the oracle's (likely an int8 activation at a
+  // near-half rounding the other way: one such flip in the oracle, margin 4e-5, moves its log-probs by 0.07-0.08)
   Tensor x = gguf::ggml_data_to_tensor(rows.flatten(), T * c.dim, embd_.type).reshape({1, T, c.dim}).cast(dtypes::float32).contiguous();
   for (Layer& l : layers_) {
     Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
