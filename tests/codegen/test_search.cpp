@@ -25,6 +25,14 @@ UOp matmul_ast(int64_t m, int64_t k, int64_t n, const std::string& device = "") 
   throw Error("no kernel");
 }
 
+// the kernel of t with a reduce (the first), before opts
+UOp reduce_ast(const Tensor& t) {
+  UOp linear = schedule_linear({t});
+  for (auto& c : linear.src())
+    if (c.src(0).op() == Ops::SINK && c.src(0).op_in_backward_slice_with_self(Ops::REDUCE)) return c.src(0);
+  throw Error("no reduce kernel");
+}
+
 // 4 threads, and every kernel searched (BEAM_MIN_US=0: these small ones are otherwise kept as the heuristic makes them)
 struct Threads {
   Context ctx{{{"NUM_CPU_THREADS", 4}, {"BEAM_MIN_US", 0}}};
@@ -207,4 +215,22 @@ TEST(Search, BigKernelsGetThreadsAfterTheSearch) {
   Scheduler small(matmul_ast(8, 8, 8), caps_of(ClangRenderer()));
   apply_threads(small);
   EXPECT_TRUE(small.applied_opts.empty()) << "under 128K ops per thread";
+}
+
+TEST(Search, CandidatesRenderAsTheScheduleLowersThem) {
+  // the search renders a candidate from its AST with the opts applied (tagged: nothing left to optimize), the schedule
+  // lowers the kernel's AST, applying them: one source either way. A padded convolution's window clipped to the input
+  // (pm_clip_reduce_gates) only in the second had the search time the training step's convolutions 1.7x slow.
+  // NOOPT=1: no opts on either side
+  Context noopt({{"NOOPT", 1}});
+  ClangRenderer ren;
+  ASSERT_TRUE(ren.simd_vectors()) << "pm_clip_reduce_gates runs on SIMD kernels";
+  UOp ast = reduce_ast(Tensor::empty({2, 4, 12, 12}).conv2d(Tensor::empty({8, 4, 5, 5}), std::nullopt, 1, 1, 1, 2));
+  auto lowered = to_program(ast, ren);
+  Scheduler k(ast, caps_of(ren));
+  k.convert_loop_to_global();
+  auto candidate = to_program(k.get_optimized_ast(), ren);
+  EXPECT_EQ(candidate->kernel.src, lowered->kernel.src);
+  // the window is clipped: no gated load of the input left
+  EXPECT_EQ(lowered->kernel.src.find("?*("), std::string::npos) << lowered->kernel.src;
 }
