@@ -1,5 +1,7 @@
 // tg::nn layers: tinygrad's nn/__init__.py. Initial values are drawn in tinygrad's order (a ConvTranspose2d draws the
-// Conv2d weight and bias first, then its own weight), so with the same seed the same numbers come out.
+// Conv2d weight and bias first, then its own weight), so with the same seed the same numbers come out. Ours: every
+// initial value is contiguous, a buffer from the first step on, so the first training step reads it as the later ones
+// do and its kernels are theirs (a TinyJit's capture step then compiles and BEAM-searches nothing new)
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -29,8 +31,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
   if (in_features <= 0 || out_features < 0)
     throw Error("Linear: invalid in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features));
   double bound = 1 / std::sqrt(double(in_features));
-  weight = Tensor::uniform({out_features, in_features}, -bound, bound);
-  if (has_bias) bias = Tensor::uniform({out_features}, -bound, bound);
+  weight = Tensor::uniform({out_features, in_features}, -bound, bound).contiguous();
+  if (has_bias) bias = Tensor::uniform({out_features}, -bound, bound).contiguous();
 }
 Tensor Linear::operator()(const Tensor& x) const {
   if (x.ndim() == 0 || x.shape().back() != weight.shape()[1])
@@ -76,8 +78,8 @@ Conv2d::Conv2d(Exact, int64_t in_channels, int64_t out_channels, Shape ks, IntLi
   double scale = 1 / std::sqrt(double(in_channels * prod_of(kernel_size)));
   Shape ws{out_channels, in_channels / groups};
   ws.insert(ws.end(), kernel_size.begin(), kernel_size.end());
-  weight = Tensor::uniform(ws, -scale, scale);
-  if (has_bias) bias = Tensor::uniform({out_channels}, -scale, scale);
+  weight = Tensor::uniform(ws, -scale, scale).contiguous();
+  if (has_bias) bias = Tensor::uniform({out_channels}, -scale, scale).contiguous();
 }
 Tensor Conv2d::operator()(const Tensor& x) const { return x.conv2d(weight, bias, groups, stride, dilation, padding); }
 void Conv2d::visit_state(StateVisitor& v) { v("weight", weight), v("bias", bias); }
@@ -98,7 +100,7 @@ ConvTranspose2d::ConvTranspose2d(Exact, int64_t in_channels, int64_t out_channel
   double scale = 1 / std::sqrt(double(in_channels * prod_of(kernel_size)));
   Shape ws{in_channels, out_channels / groups};
   ws.insert(ws.end(), kernel_size.begin(), kernel_size.end());
-  weight = Tensor::uniform(ws, -scale, scale);
+  weight = Tensor::uniform(ws, -scale, scale).contiguous();
 }
 Tensor ConvTranspose2d::operator()(const Tensor& x) const {
   return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
@@ -111,11 +113,11 @@ ConvTranspose1d::ConvTranspose1d(int64_t in_channels, int64_t out_channels, int6
 // ***** BatchNorm *****
 
 BatchNorm::BatchNorm(int64_t sz, double eps_, bool affine, bool track, double momentum_)
-    : eps(eps_), momentum(momentum_), track_running_stats(track), num_batches_tracked(Tensor::zeros(Shape{}, dtypes::int64)) {
+    : eps(eps_), momentum(momentum_), track_running_stats(track), num_batches_tracked(Tensor::zeros(Shape{}, dtypes::int64).contiguous()) {
   if (sz <= 0) throw Error("BatchNorm: invalid size " + std::to_string(sz));
-  if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
+  if (affine) weight = Tensor::ones({sz}).contiguous(), bias = Tensor::zeros({sz}).contiguous();
   num_batches_tracked.is_param_(false);
-  if (track) running_mean = Tensor::zeros({sz}).is_param_(false), running_var = Tensor::ones({sz}).is_param_(false);
+  if (track) running_mean = Tensor::zeros({sz}).contiguous().is_param_(false), running_var = Tensor::ones({sz}).contiguous().is_param_(false);
 }
 
 std::pair<Tensor, Tensor> BatchNorm::calc_stats(const Tensor& x) const {
@@ -151,7 +153,7 @@ void BatchNorm::visit_state(StateVisitor& v) {
 // ***** LayerNorm, RMSNorm, GroupNorm *****
 
 LayerNorm::LayerNorm(IntList ns, double eps_, bool elementwise_affine) : normalized_shape(ns.v), eps(eps_) {
-  if (elementwise_affine) weight = Tensor::ones(normalized_shape), bias = Tensor::zeros(normalized_shape);
+  if (elementwise_affine) weight = Tensor::ones(normalized_shape).contiguous(), bias = Tensor::zeros(normalized_shape).contiguous();
 }
 Tensor LayerNorm::operator()(const Tensor& x) const {
   size_t n = normalized_shape.size();
@@ -166,7 +168,7 @@ Tensor LayerNorm::operator()(const Tensor& x) const {
 void LayerNorm::visit_state(StateVisitor& v) { v("weight", weight), v("bias", bias); }
 
 RMSNorm::RMSNorm(int64_t dim, double eps_, bool elementwise_affine) : eps(eps_) {
-  if (elementwise_affine) weight = Tensor::ones({dim});
+  if (elementwise_affine) weight = Tensor::ones({dim}).contiguous();
 }
 Tensor RMSNorm::operator()(const Tensor& x) const {
   if (weight && (x.ndim() == 0 || x.shape().back() != weight->shape()[0]))
@@ -179,7 +181,7 @@ void RMSNorm::visit_state(StateVisitor& v) { v("weight", weight); }
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine) : num_groups(groups), num_channels(channels), eps(eps_) {
   if (groups <= 0 || channels <= 0 || channels % groups != 0)
     throw Error("GroupNorm: num_channels=" + std::to_string(channels) + " must be a positive multiple of num_groups=" + std::to_string(groups));
-  if (affine) weight = Tensor::ones({channels}), bias = Tensor::zeros({channels});
+  if (affine) weight = Tensor::ones({channels}).contiguous(), bias = Tensor::zeros({channels}).contiguous();
 }
 Tensor GroupNorm::operator()(const Tensor& x_in) const {
   if (x_in.ndim() < 2 || x_in.shape()[1] != num_channels)
@@ -192,7 +194,7 @@ void GroupNorm::visit_state(StateVisitor& v) { v("weight", weight), v("bias", bi
 
 InstanceNorm::InstanceNorm(int64_t n, double eps_, bool affine) : num_features(n), eps(eps_) {
   if (n <= 0) throw Error("InstanceNorm: num_features=" + std::to_string(n) + " must be positive");
-  if (affine) weight = Tensor::ones({n}), bias = Tensor::zeros({n});
+  if (affine) weight = Tensor::ones({n}).contiguous(), bias = Tensor::zeros({n}).contiguous();
 }
 Tensor InstanceNorm::operator()(const Tensor& x_in) const {
   if (x_in.ndim() < 2 || x_in.shape()[1] != num_features)
@@ -211,9 +213,9 @@ Tensor LayerNorm2d::operator()(const Tensor& x) const {
 // ***** LSTMCell *****
 
 LSTMCell::LSTMCell(int64_t in, int64_t hidden, bool bias)
-    : weight_ih(Tensor::uniform({hidden * 4, in}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden)))),
-      weight_hh(Tensor::uniform({hidden * 4, hidden}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden)))) {
-  if (bias) bias_ih = Tensor::zeros({hidden * 4}), bias_hh = Tensor::zeros({hidden * 4});
+    : weight_ih(Tensor::uniform({hidden * 4, in}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden))).contiguous()),
+      weight_hh(Tensor::uniform({hidden * 4, hidden}, -1.0 / std::sqrt(double(hidden)), 1.0 / std::sqrt(double(hidden))).contiguous()) {
+  if (bias) bias_ih = Tensor::zeros({hidden * 4}).contiguous(), bias_hh = Tensor::zeros({hidden * 4}).contiguous();
 }
 std::pair<Tensor, Tensor> LSTMCell::operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc) const {
   int64_t hidden = weight_hh.shape()[1];
@@ -232,7 +234,7 @@ void LSTMCell::visit_state(StateVisitor& v) { v("weight_ih", weight_ih), v("weig
 
 // ***** Embedding *****
 
-Embedding::Embedding(int64_t vocab, int64_t embed) : vocab_size(vocab), embed_size(embed), weight(Tensor::glorot_uniform({vocab, embed})) {}
+Embedding::Embedding(int64_t vocab, int64_t embed) : vocab_size(vocab), embed_size(embed), weight(Tensor::glorot_uniform({vocab, embed}).contiguous()) {}
 Tensor Embedding::operator()(const Tensor& idx) const {
   if (!idx.dtype().is_int()) throw Error("Embedding: expected an integer dtype for the index, got " + std::string(idx.dtype().name()) + " " + idx.shape_str());
   Tensor arange = Tensor::arange(weight.shape()[0]);

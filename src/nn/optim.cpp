@@ -28,7 +28,7 @@ Optimizer::Optimizer(const std::vector<Tensor>& ps, double lr_, std::optional<st
   device_ = device ? *device : *params[0].device();
   param_dtype_ = dtypes::from_name(settings().OPTIM_DTYPE);
   DType lr_dtype = least_upper_dtype({dtypes::default_float, dtypes::float32});
-  lr = settings().CONST_LR ? Tensor(lr_, lr_dtype) : Tensor::full({1}, lr_, lr_dtype, device_);
+  lr = settings().CONST_LR ? Tensor(lr_, lr_dtype) : Tensor::full({1}, lr_, lr_dtype, device_).contiguous();  // as new_optim_param
   if (fused_) {
     pos_params_ = {0};
     for (const Tensor& p : params) pos_params_.push_back(pos_params_.back() + p.numel());
@@ -36,9 +36,11 @@ Optimizer::Optimizer(const std::vector<Tensor>& ps, double lr_, std::optional<st
 }
 
 std::vector<Tensor> Optimizer::new_optim_param() const {
-  if (fused_) return {Tensor::zeros({pos_params_.back()}, param_dtype_, device_)};
+  // ours: contiguous (a buffer from the first step on), so the first step's kernels read the state as every later step
+  // does instead of folding the zeros in: a TinyJit's capture step then compiles (and BEAM searches) nothing new
+  if (fused_) return {Tensor::zeros({pos_params_.back()}, param_dtype_, device_).contiguous()};
   std::vector<Tensor> out;
-  for (const Tensor& p : params) out.push_back(Tensor::zeros(p.shape(), param_dtype_, device_));
+  for (const Tensor& p : params) out.push_back(Tensor::zeros(p.shape(), param_dtype_, device_).contiguous());
   return out;
 }
 
@@ -111,8 +113,8 @@ LAMB::LAMB(const std::vector<Tensor>& ps, double lr_, double b1, double b2, doub
            std::optional<std::string> device, std::optional<bool> fused)
     : Optimizer(ps, lr_, device, fused.value_or(settings().FUSE_OPTIM != 0)), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam) {
   if (weight_decay < 0) throw Error("LAMB/Adam: invalid weight_decay value " + std::to_string(weight_decay));
-  b1_t = Tensor::ones({1}, dtypes::float32, device_).is_param_(false);
-  b2_t = Tensor::ones({1}, dtypes::float32, device_).is_param_(false);
+  b1_t = Tensor::ones({1}, dtypes::float32, device_).contiguous().is_param_(false);  // as new_optim_param
+  b2_t = Tensor::ones({1}, dtypes::float32, device_).contiguous().is_param_(false);
   m = new_optim_param();
   v = new_optim_param();
 }

@@ -33,6 +33,7 @@ constexpr Knob knobs[] = {
     {"BEAM_UOPS_MAX", &Settings::BEAM_UOPS_MAX, true},
     {"BEAM_TEST_SIZE", &Settings::BEAM_TEST_SIZE, true},
     {"BEAM_MIN_PROGRESS_NS", &Settings::BEAM_MIN_PROGRESS_NS, true},
+    {"BEAM_MIN_US", &Settings::BEAM_MIN_US, true},
     {"MAX_KERNEL_BUFFERS", &Settings::MAX_KERNEL_BUFFERS, true},
     {"SPLIT_REDUCEOP", &Settings::SPLIT_REDUCEOP, true},
     {"REDUCEOP_SPLIT_THRESHOLD", &Settings::REDUCEOP_SPLIT_THRESHOLD, true},

@@ -30,6 +30,7 @@ struct Settings {
   int64_t BEAM_UOPS_MAX = 3000;              // BEAM skips candidates of this many uops or more (0: no limit)
   int64_t BEAM_TEST_SIZE = 1 << 27;          // ours: BEAM times kernels cut to about this index space (0: whole)
   int64_t BEAM_MIN_PROGRESS_NS = 10;         // BEAM stops when a round gains less
+  int64_t BEAM_MIN_US = 20;                  // ours: BEAM keeps a kernel the heuristic runs in under this (0: searches all)
   int64_t MAX_KERNEL_BUFFERS = 0;            // split kernels reading more buffers (0: no limit)
   int64_t SPLIT_REDUCEOP = 1;                // split big reduces in two kernels
   int64_t REDUCEOP_SPLIT_THRESHOLD = 32768;  // ... when the reduce is this much larger than its output

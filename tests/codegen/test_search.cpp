@@ -25,9 +25,34 @@ UOp matmul_ast(int64_t m, int64_t k, int64_t n, const std::string& device = "") 
   throw Error("no kernel");
 }
 
+// the kernel of t with a reduce (the first), before opts
+UOp reduce_ast(const Tensor& t) {
+  UOp linear = schedule_linear({t});
+  for (auto& c : linear.src())
+    if (c.src(0).op() == Ops::SINK && c.src(0).op_in_backward_slice_with_self(Ops::REDUCE)) return c.src(0);
+  throw Error("no reduce kernel");
+}
+
+// 4 threads, and every kernel searched (BEAM_MIN_US=0: these small ones are otherwise kept as the heuristic makes them)
 struct Threads {
-  Context ctx{{"NUM_CPU_THREADS", 4}};
+  Context ctx{{{"NUM_CPU_THREADS", 4}, {"BEAM_MIN_US", 0}}};
 };
+
+// the 24x20 @ 20x36 matmul under BEAM=2, checked against plain loops
+void expect_beam_matmul() {
+  std::vector<float> a(24 * 20), b(20 * 36);
+  for (size_t i = 0; i < a.size(); i++) a[i] = float(int(i * 7 % 13) - 6) * 0.25f;
+  for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i * 5 % 11) - 5) * 0.5f;
+  Context beam({{"BEAM", 2}});
+  std::vector<float> got = Tensor::from_vector(a, {24, 20}).matmul(Tensor::from_vector(b, {20, 36})).to_vector<float>();
+  ASSERT_EQ(got.size(), size_t(24 * 36));
+  for (int i = 0; i < 24; i++)
+    for (int j = 0; j < 36; j++) {
+      float want = 0;
+      for (int k = 0; k < 20; k++) want += a[size_t(i * 20 + k)] * b[size_t(k * 36 + j)];
+      EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
+    }
+}
 
 }  // namespace
 
@@ -68,22 +93,7 @@ TEST(Search, BeamSearchKeepsResultsAndIsCached) {
   ASSERT_EQ(again.applied_opts.size(), found.applied_opts.size());
   for (size_t i = 0; i < found.applied_opts.size(); i++) EXPECT_EQ(again.applied_opts[i], found.applied_opts[i]);
 
-  // the kernel BEAM picked computes the matmul
-  std::vector<float> a(24 * 20), b(20 * 36);
-  for (size_t i = 0; i < a.size(); i++) a[i] = float(int(i * 7 % 13) - 6) * 0.25f;
-  for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i * 5 % 11) - 5) * 0.5f;
-  std::vector<float> got;
-  {
-    Context beam({{"BEAM", 2}});
-    got = Tensor::from_vector(a, {24, 20}).matmul(Tensor::from_vector(b, {20, 36})).to_vector<float>();
-  }
-  ASSERT_EQ(got.size(), size_t(24 * 36));
-  for (int i = 0; i < 24; i++)
-    for (int j = 0; j < 36; j++) {
-      float want = 0;
-      for (int k = 0; k < 20; k++) want += a[size_t(i * 20 + k)] * b[size_t(k * 36 + j)];
-      EXPECT_FLOAT_EQ(got[size_t(i * 36 + j)], want) << i << "," << j;
-    }
+  expect_beam_matmul();  // the kernel BEAM picked computes the matmul
 }
 
 // After the search, the heuristic's kernel is timed beside the search's pick; where it wins, the cache says so and a
@@ -106,6 +116,33 @@ TEST(Search, HandCodedWinnerReplaysFromTheCache) {
   ASSERT_EQ(r.applied_opts.size(), hc.applied_opts.size());
   for (size_t i = 0; i < r.applied_opts.size(); i++) EXPECT_EQ(r.applied_opts[i], hc.applied_opts[i]);
   EXPECT_EQ(r.ast.key(), hc.ast.key()) << "the heuristic's AST (its split reduce), not only its opts";
+}
+
+// BEAM_MIN_US: a kernel the heuristic runs in under it is not searched: the heuristic's kernel is kept and cached after
+// one compile (its own), where BEAM_MIN_US=0 searches the same kernel (a round of candidates compiled)
+TEST(Search, KernelsUnderBeamMinUsKeepTheHeuristic) {
+  Threads threads;
+  TempDir dir;
+  test::ScopedEnv db("CACHEDB", (dir.path() / "cache.db").string());
+  Scheduler s(matmul_ast(24, 20, 36), caps_of(ClangRenderer())), hc = hand_coded_optimizations(s);
+  auto search = [&](int64_t min_us) {
+    Context c({{"BEAM_MIN_US", min_us}});
+    uint64_t compiles = clang_invocations();
+    Scheduler r = beam_search(s, ClangRenderer(), 2);
+    return std::pair{r, clang_invocations() - compiles};
+  };
+  auto [kept, kept_compiles] = search(1000000000);  // 1000 s: every kernel is under it
+  EXPECT_LE(kept_compiles, 1u);
+  EXPECT_EQ(kept.ast.key(), hc.ast.key());
+  ASSERT_EQ(kept.applied_opts.size(), hc.applied_opts.size());
+  for (size_t i = 0; i < kept.applied_opts.size(); i++) EXPECT_EQ(kept.applied_opts[i], hc.applied_opts[i]);
+  {
+    Context c({{"BEAM_MIN_US", 1000000000}});
+    EXPECT_EQ(diskcache_get("beam_search", beam_cache_key(s, ClangRenderer(), 2, "CPU")), std::optional<std::string>(kBeamHandCoded));
+  }
+  EXPECT_GT(search(0).second, 1u) << "BEAM_MIN_US=0 searches (its cache entry is another key)";
+  Context kept_again({{"BEAM_MIN_US", 1000000000}});
+  expect_beam_matmul();  // the kept kernel computes the matmul
 }
 
 TEST(Search, ResultIsCachedPerDevice) {
@@ -178,4 +215,22 @@ TEST(Search, BigKernelsGetThreadsAfterTheSearch) {
   Scheduler small(matmul_ast(8, 8, 8), caps_of(ClangRenderer()));
   apply_threads(small);
   EXPECT_TRUE(small.applied_opts.empty()) << "under 128K ops per thread";
+}
+
+TEST(Search, CandidatesRenderAsTheScheduleLowersThem) {
+  // the search renders a candidate from its AST with the opts applied (tagged: nothing left to optimize), the schedule
+  // lowers the kernel's AST, applying them: one source either way. A padded convolution's window clipped to the input
+  // (pm_clip_reduce_gates) only in the second had the search time the training step's convolutions 1.7x slow.
+  // NOOPT=1: no opts on either side
+  Context noopt({{"NOOPT", 1}});
+  ClangRenderer ren;
+  ASSERT_TRUE(ren.simd_vectors()) << "pm_clip_reduce_gates runs on SIMD kernels";
+  UOp ast = reduce_ast(Tensor::empty({2, 4, 12, 12}).conv2d(Tensor::empty({8, 4, 5, 5}), std::nullopt, 1, 1, 1, 2));
+  auto lowered = to_program(ast, ren);
+  Scheduler k(ast, caps_of(ren));
+  k.convert_loop_to_global();
+  auto candidate = to_program(k.get_optimized_ast(), ren);
+  EXPECT_EQ(candidate->kernel.src, lowered->kernel.src);
+  // the window is clipped: no gated load of the input left
+  EXPECT_EQ(lowered->kernel.src.find("?*("), std::string::npos) << lowered->kernel.src;
 }

@@ -4,12 +4,15 @@
 
 #include <cmath>
 
+#include "../../apps/beautiful_mnist_model.h"
 #include "support/random.h"
 #include "support/error_of.h"
 #include "runtime/device.h"
 #include "util/stats.h"
 #include "tg/context.h"
 #include "tg/jit.h"
+#include "tg/optim.h"
+#include "tg/state.h"
 
 using namespace tg;
 
@@ -348,6 +351,29 @@ TEST(TinyJit, TrainStepLikeLoop) {
   }
   EXPECT_EQ(V(wj), we_final);
   EXPECT_EQ(V(bj), be_final);
+}
+
+// The main job's training step: the first call reads the layers' initial values and the optimizer's state as buffers,
+// as every later call does (they start contiguous, not as lazy constants folded into the first step's kernels), so the
+// capture call builds no program of its own (with BEAM each new program is a search)
+TEST(TinyJit, TrainStepCaptureBuildsNoNewProgram) {
+  Tensor::manual_seed(3);
+  BeautifulMnist model;
+  auto opt = nn::optim::Adam(nn::state::get_parameters(model), 1e-3);
+  TinyJit<Tensor> step = jit_train_step(model, opt);
+  const int64_t bs = 2;
+  std::vector<uint8_t> x(bs * 784), y{3, 7};
+  for (size_t i = 0; i < x.size(); i++) x[i] = uint8_t(i * 37 % 256);
+  auto& st = engine_stats();
+  int64_t b0 = st.programs_built;
+  float first = step(Tensor::from_vector(x, {bs, 1, 28, 28}), Tensor::from_vector(y, {bs})).item<float>();
+  int64_t b1 = st.programs_built;
+  float second = step(Tensor::from_vector(x, {bs, 1, 28, 28}), Tensor::from_vector(y, {bs})).item<float>();
+  EXPECT_TRUE(step.is_captured());
+  EXPECT_GT(b1 - b0, 20);
+  EXPECT_EQ(st.programs_built - b1, 0) << "the capture step's kernels are the first step's";
+  EXPECT_TRUE(std::isfinite(first) && std::isfinite(second));
+  EXPECT_LT(second, first) << "Adam's first step on the same batch lowers its loss";
 }
 
 // slices of one big buffer (a data set): contiguous ones are read in place at any offset, with or without .contiguous()

@@ -1,9 +1,10 @@
 // tinygrad's codegen/opt/search.py: the action list, get_kernel_actions and beam_search, timing on the CPU device.
 #include "codegen/opt/search.h"
 
-#include <array>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -103,8 +104,11 @@ struct Bench {
     return b.first;
   }
   // the fastest of `cnt` runs after a warm-up one, stopping once one is slower than early_stop (the warm-up counts
-  // when it already is); infinity when it cannot run
-  double time(Program& prg, const ProgramSpec& spec, double early_stop, int cnt = 3) {
+  // when it already is); infinity when it cannot run. Ours: `bar` is the time a candidate must beat to join the beam,
+  // and one far behind it stops early too (its place past the beam needs no least of 3): a warm-up slower than
+  // kBehindWarm x bar, a run slower than kBehindRun x bar (margins for a run slowed by the machine's other work)
+  static constexpr double kBehindWarm = 1.5, kBehindRun = 1.15;
+  double time(Program& prg, const ProgramSpec& spec, double early_stop, double bar = std::numeric_limits<double>::infinity(), int cnt = 3) {
     std::vector<void*> ptrs;
     std::vector<int64_t> vals;
     for (const KernelParam& p : spec.kernel.params) {
@@ -118,9 +122,9 @@ struct Bench {
     LaunchDims dims;
     for (size_t i = 0; i < 3; i++) dims.global[i] = int(spec.global[i]), dims.local[i] = int(spec.local[i]);
     double best = prg.launch(ptrs, vals, dims, true);
-    if (best > early_stop) return best;
+    if (best > std::min(early_stop, bar * kBehindWarm)) return best;
     best = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < cnt && (i == 0 || best <= early_stop); i++) best = std::min(best, prg.launch(ptrs, vals, dims, true));
+    for (int i = 0; i < cnt && (i == 0 || best <= std::min(early_stop, bar * kBehindRun)); i++) best = std::min(best, prg.launch(ptrs, vals, dims, true));
     return best;
   }
 };
@@ -190,28 +194,35 @@ double shrink_for_timing(Scheduler& s, int64_t max_size) {
 }
 
 std::vector<BeamCandidate> compile_candidates(Device& dev, const CStyleLanguage& ren, const std::vector<Scheduler>& cands,
-                                              std::set<std::string>& seen, bool shrink) {
+                                              std::set<std::string>& seen, bool shrink, double* render_s) {
   std::vector<BeamCandidate> out;
   std::vector<KernelSource> ks;
+  std::vector<size_t> at(cands.size(), SIZE_MAX);  // the candidate's place in out
   int64_t uops_max = settings().BEAM_UOPS_MAX;
-  // rendering is graph work: one thread
-  for (size_t i = 0; i < cands.size(); i++) {
+  // rendering is graph work, on this thread: batches of the sources made so far compile on the others meanwhile
+  auto render = [&](size_t i) -> std::optional<KernelSource> {
+    auto t0 = std::chrono::steady_clock::now();
+    std::optional<KernelSource> r;
     try {
       Scheduler c = cands[i];
       double factor = shrink && settings().BEAM_TEST_SIZE > 0 ? shrink_for_timing(c, settings().BEAM_TEST_SIZE) : 1;
       auto spec = to_program(c.get_optimized_ast("test"), ren);
-      if (uops_max > 0 && int64_t(spec->uops) >= uops_max) continue;
-      if (!seen.insert(spec->kernel.src).second) continue;
-      ks.push_back({spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}});
-      out.push_back({i, std::move(spec), nullptr, factor});
+      if ((uops_max <= 0 || int64_t(spec->uops) < uops_max) && seen.insert(spec->kernel.src).second) {
+        r = KernelSource{spec->kernel.entry_name, spec->kernel.src, {spec->name, spec->kernel.entry_name}};
+        at[i] = out.size(), ks.push_back(*r), out.push_back({i, std::move(spec), nullptr, factor});
+      }
     } catch (const Error& e) {
       if (settings().BEAM_DEBUG) std::printf("BEAM: candidate %s failed to render: %s\n", opts_str(cands[i].applied_opts).c_str(), e.what());
     }
-  }
+    if (render_s) *render_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
   if (settings().COMPILE_BATCH >= 1) {
-    auto progs = dev.load_cached_batch(ks);
-    for (size_t j = 0; j < out.size(); j++) out[j].prg = std::move(progs[j]);
+    auto progs = dev.load_cached_batch(cands.size(), render);
+    for (size_t i = 0; i < cands.size(); i++)
+      if (at[i] != SIZE_MAX) out[at[i]].prg = std::move(progs[i]);
   } else {
+    for (size_t i = 0; i < cands.size(); i++) render(i);
     for (size_t j = 0; j < out.size(); j++) {
       try {
         out[j].prg = dev.load_cached(ks[j].entry, ks[j].src);
@@ -226,7 +237,7 @@ std::vector<BeamCandidate> compile_candidates(Device& dev, const CStyleLanguage&
 std::string beam_cache_key(const Scheduler& s, const CStyleLanguage& ren, int amt, const std::string& device) {
   // tinygrad's key (ast, amt, device, the renderer's variant, whether timed cut short) and the thread count
   return to_hex(s.ast.key()) + "|amt=" + std::to_string(amt) + "|threads=" + std::to_string(s.ren.global_max0) + "|test=" +
-         std::to_string(settings().BEAM_TEST_SIZE) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
+         std::to_string(settings().BEAM_TEST_SIZE) + "|min_us=" + std::to_string(settings().BEAM_MIN_US) + "|ren=" + to_hex(sha256(ren.identity())).substr(0, 16) + "|" + device;
 }
 
 Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
@@ -255,27 +266,49 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
   const double inf = std::numeric_limits<double>::infinity(), min_progress = double(set.BEAM_MIN_PROGRESS_NS) * 1e-9;
   int beam_debug = int(set.BEAM_DEBUG), dbg = int(set.DEBUG);
   std::vector<std::pair<Scheduler, double>> beam{{s, inf}};
-  std::set<std::string> seen_srcs;
+  std::set<std::string> seen_srcs, none;
   auto st = std::chrono::steady_clock::now();
+  // ours: the heuristic's kernel is timed first. A kernel it runs in under BEAM_MIN_US is kept as it is (the search could
+  // save less than that a launch, for seconds of compiles), and its time bounds every round's early stop
+  Scheduler hc = hand_coded_optimizations(s);
+  std::vector<BeamCandidate> hc_prg = compile_candidates(dev, ren, {hc}, none);
+  auto time_hc = [&] { return hc_prg.empty() || !hc_prg[0].prg ? inf : bench.time(*hc_prg[0].prg, *hc_prg[0].spec, inf) * hc_prg[0].factor; };
+  double hc_tm = time_hc();
+  auto keep_hc = [&](const char* why) {
+    if (use_cache) diskcache_put("beam_search", key, kBeamHandCoded);
+    if (beam_debug) std::printf("BEAM_SEARCH: the hand-coded kernel %s\n", why);
+    return hc;
+  };
+  if (hc_tm < double(set.BEAM_MIN_US) * 1e-6) {
+    if (dbg >= 2) std::printf("BEAM %s: not searched, the heuristic's kernel takes %s\n", to_hex(s.ast.key()).substr(0, 8).c_str(), time_str(hc_tm).c_str());
+    return keep_hc("is under BEAM_MIN_US");
+  }
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - st).count(); };
   if (dbg >= 2) std::printf("   0.00s:                from   1 ->   1 actions\n");
+  // where the search's time goes (DEBUG>=2 prints it per kernel)
+  double render_s = 0, compile_s = 0;
+  size_t rounds = 0, n_cands = 0, n_timed = 0;
   while (true) {
     std::vector<Scheduler> candidates;
     for (auto& [si, tm] : beam) for (auto& [i, c] : get_kernel_actions(si, false)) candidates.push_back(c);
     std::vector<std::pair<Scheduler, double>> timed;
     double least_ops = inf, round_best = inf;
-    double t0 = elapsed();
-    auto compiled = compile_candidates(dev, ren, candidates, seen_srcs);
+    std::vector<double> round_tms;  // sorted
+    double t0 = elapsed(), r0 = render_s;
+    auto compiled = compile_candidates(dev, ren, candidates, seen_srcs, true, &render_s);
     double t_compiled = elapsed() - t0;
+    compile_s += t_compiled - (render_s - r0), rounds++, n_cands += candidates.size();
     for (BeamCandidate& c : compiled) {
       if (!c.prg) continue;
       least_ops = std::min(least_ops, c.spec->ops * c.factor);
       if (least_ops * 1000 < c.spec->ops * c.factor) continue;  // 1000x the compute of the cheapest candidate
-      // ours: early stop at 3x the best of this round as well as of the beam (whose time is unknown in the first round)
-      double tm = bench.time(*c.prg, *c.spec, std::min(beam[0].second, round_best) * 3 / c.factor) * c.factor;
+      // ours: early stop at 3x the best of this round and of the heuristic's kernel as well as of the beam
+      double bar = round_tms.size() >= size_t(amt) ? round_tms[size_t(amt) - 1] : inf;
+      double tm = bench.time(*c.prg, *c.spec, std::min({beam[0].second, round_best, hc_tm}) * 3 / c.factor, bar / c.factor) * c.factor;
       if (!std::isfinite(tm)) continue;
       round_best = std::min(round_best, tm);
-      timed.push_back({candidates[c.index], tm});
+      round_tms.insert(std::upper_bound(round_tms.begin(), round_tms.end(), tm), tm);
+      timed.push_back({candidates[c.index], tm}), n_timed++;
       if (beam_debug >= 2)
         std::printf("%7.2fs: %5zu %5zu uops %s run x%-4g %s\n", elapsed(), c.index, c.spec->uops, time_str(tm).c_str(), c.factor,
                     opts_str(candidates[c.index].applied_opts).c_str());
@@ -289,20 +322,18 @@ Scheduler beam_search(const Scheduler& s, const CStyleLanguage& ren, int amt) {
                   timed.size(), t_compiled, opts_str(beam[0].first.applied_opts).c_str());
     if (exiting) break;
   }
-  // the heuristic's kernel, timed the same way, where it is faster: it shapes kernels past the opts BEAM searches (matvec
-  // lanes' split reduce, copy tiles), and the training step's kernels from the search alone ran 2x slower than its
-  // (both with the threads apply_opts gives the search's pick)
-  std::set<std::string> none;
-  Scheduler best = beam[0].first, hc = hand_coded_optimizations(s);
+  if (dbg >= 2)
+    std::printf("BEAM %s: %zu rounds, %zu candidates, %zu timed: %.2fs render, %.2fs compile, %.2fs timing\n", to_hex(s.ast.key()).substr(0, 8).c_str(),
+                rounds, n_cands, n_timed, render_s, compile_s, elapsed() - render_s - compile_s);
+  // the heuristic's kernel, timed again beside the search's pick, where it is faster: it shapes kernels past the opts BEAM
+  // searches (matvec lanes' split reduce, copy tiles), and the training step's kernels from the search alone ran 2x
+  // slower than its (both with the threads apply_opts gives the search's pick)
+  Scheduler best = beam[0].first;
   apply_threads(best);
-  std::array<double, 2> tms{inf, inf};
-  for (BeamCandidate& c : compile_candidates(dev, ren, {best, hc}, none))
-    if (c.prg) tms[c.index] = bench.time(*c.prg, *c.spec, inf) * c.factor;
-  if (tms[1] < tms[0]) {
-    if (use_cache) diskcache_put("beam_search", key, kBeamHandCoded);
-    if (beam_debug) std::printf("BEAM_SEARCH: the hand-coded kernel is faster: %s against %s\n", time_str(tms[1]).c_str(), time_str(tms[0]).c_str());
-    return hc;
-  }
+  double best_tm = inf;
+  for (BeamCandidate& c : compile_candidates(dev, ren, {best}, none))
+    if (c.prg) best_tm = bench.time(*c.prg, *c.spec, inf) * c.factor;
+  if (hc_tm = time_hc(); hc_tm < best_tm) return keep_hc(("is faster: " + time_str(hc_tm) + " against " + time_str(best_tm)).c_str());
   if (use_cache) diskcache_put("beam_search", key, opts_str(beam[0].first.applied_opts));
   if (beam_debug) std::printf("BEAM_SEARCH: final tm=%s, applied_opts=%s\n", time_str(beam[0].second).c_str(), opts_str(beam[0].first.applied_opts).c_str());
   return beam[0].first;

@@ -34,12 +34,15 @@ struct BeamCandidate {
   double factor = 1;
 };
 // the candidates rendered (those that fail to render, have BEAM_UOPS_MAX uops or more, or repeat a source in `seen`
-// left out) and compiled for dev, in batches over the cores unless COMPILE_BATCH=0. shrink: as timed (shrink_for_timing)
+// left out) and compiled for dev, in batches over the cores unless COMPILE_BATCH=0 (those rendered so far compiling while
+// the rest render). shrink: as timed (shrink_for_timing); render_s, where given, gains the seconds spent rendering
 std::vector<BeamCandidate> compile_candidates(Device& dev, const CStyleLanguage& ren, const std::vector<Scheduler>& cands,
-                                              std::set<std::string>& seen, bool shrink = true);
+                                              std::set<std::string>& seen, bool shrink = true, double* render_s = nullptr);
 // tinygrad's get_test_global_size for loops as well as launch dims: s's output axes cut short (outermost first, none
 // below 16 iterations) until its index space is at most `max_size`; the time of the whole kernel is that of the cut one
-// times the factor returned. Reads and writes stay within the kernel's own
+// times the factor returned. Reads and writes stay within the kernel's own. (Cutting the reduce axes as well, tried for
+// a convolution's weight gradient whose first-round candidates ran for seconds, picked kernels that made the training
+// step 15-20 % slower: docs/benchmarks.md)
 double shrink_for_timing(Scheduler& s, int64_t max_size);
 
 // the best opts found for s's kernel, timed on the CPU device; s unchanged when the kernel cannot be run here
