@@ -14,10 +14,10 @@
 // memory and reading them back. There B is packed in blocks of K (GEMM_BLOCK_BYTES of panels), each multiplied by its
 // block of A's columns while the panels are still in cache and added to the previous blocks' sum: the sum costs M x N
 // floats written and read per block, less than the panels' round trip only while M is under a block's rows.
-// A B with more rows than A (a prompt's x @ W^T: 128 rows of x, W's 768-2048) is packed and multiplied in chunks of
-// columns of GEMM_CHUNK_BYTES of panels (1 MiB: half of an L2), each product run right after its pack, and the chunks'
-// outputs copied into one: the panels are read back from L2 instead of memory (the 110M llama's prompt, one thread:
-// its GEMMs and packs 15-20 % faster, and far less slowed by other processes' memory traffic; docs/benchmarks.md).
+// With GEMM_CHUNK_BYTES set, a B with more rows than A (a prompt's x @ W^T: 128 rows of x, W's 768-2048) is packed and
+// multiplied in chunks of columns of that many bytes of panels, each product run right after its pack, and the chunks'
+// outputs copied into one, so the panels are read back from L2 instead of memory. Off by default: on the quiet host the
+// 110M llama's prompt was as fast without it on one thread and 15-25 % slower with it on two (docs/benchmarks.md).
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 #include "util/env.h"

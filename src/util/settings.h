@@ -39,7 +39,7 @@ struct Settings {
   int64_t CPU_VECTOR_WIDTH = 0;              // ours: floats per vector register of SIMD CPU kernels, 8 (AVX2) or 16 (AVX-512); 0: the host's
   int64_t PREFETCH = 1;                      // ours: SIMD CPU kernels streaming a matrix prefetch the next block (0: off)
   int64_t GEMM_BLOCK_BYTES = 8 << 20;        // ours: a CPU matmul of few rows packs a bigger B in blocks of K this size (0: whole)
-  int64_t GEMM_CHUNK_BYTES = 1 << 20;        // ours: ... and a B of more rows than A's in chunks of columns this size (0: whole)
+  int64_t GEMM_CHUNK_BYTES = 0;              // ours: ... and a B of more rows than A's in chunks of columns this size (0: whole)
   int64_t TC = 1;                            // tensor cores: 0 off, 1 on, 2 their kernel shape without the WMMA op
   int64_t TC_SELECT = -1;                    // the renderer's tensor core to use (-1: the first that fits)
   int64_t TC_OPT = -1;                       // 1: tensor cores on several reduce axes and casted inputs, 2: also padded; unset (-1): 0 for the heuristic, 2 for BEAM (tinygrad's search reads getenv("TC_OPT", 2))
