@@ -26,14 +26,14 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work(uint32_t gen, int n, const std::function<void(int)>* fn) {
+void ThreadPool::work(uint32_t gen) {
   for (;;) {
     uint64_t t = ticket_.load();
     do {
-      if (uint32_t(t >> 32) != gen || int(t & 0xffffffffu) >= n) return;
+      if (uint32_t(t >> 32) != gen || (t & 0xffff) >= ((t >> 16) & 0xffff)) return;
     } while (!ticket_.compare_exchange_weak(t, t + 1));
     try {
-      (*fn)(int(t & 0xffffffffu));
+      (*fn_.load())(int(t & 0xffff));
     } catch (...) {
       std::lock_guard lk(error_mu_);
       if (!error_) error_ = std::current_exception();
@@ -67,26 +67,25 @@ void ThreadPool::worker_loop() {
     }
     if (stop_) return;
     seen = generation_.load(std::memory_order_acquire);
-    work(seen, n_.load(std::memory_order_relaxed), fn_.load(std::memory_order_relaxed));
+    work(seen);
   }
 }
 
 void ThreadPool::run(int n, const std::function<void(int)>& fn) {
   if (n <= 0) return;
   std::lock_guard run_lk(run_mu_);
-  if (workers_.empty() || n == 1) {
+  if (workers_.empty() || n == 1 || n > 0xffff) {
     for (int i = 0; i < n; i++) fn(i);
     return;
   }
   error_ = nullptr;
   done_.store(0, std::memory_order_relaxed);
-  n_.store(n, std::memory_order_relaxed);
-  fn_.store(&fn, std::memory_order_relaxed);
+  fn_.store(&fn);
   uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
-  ticket_.store(uint64_t(gen) << 32);
+  ticket_.store(uint64_t(gen) << 32 | uint64_t(n) << 16);
   generation_.store(gen);
   if (sleepers_.load() > 0) generation_.notify_all();
-  work(gen, n, &fn);
+  work(gen);
   while (done_.load(std::memory_order_acquire) < n) cpu_relax();
   std::lock_guard lk(error_mu_);
   if (error_) std::rethrow_exception(error_);

@@ -26,15 +26,15 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void work(uint32_t gen, int n, const std::function<void(int)>* fn);  // claims indices of job `gen` until none are left
+  void work(uint32_t gen);  // claims indices of job `gen` until none are left
   std::vector<std::thread> workers_;
   int spin_us_;
   std::mutex run_mu_;  // one run at a time
-  // a job is published as n_ and fn_, then ticket_, then generation_ (release); a worker that read generation g claims
-  // an index only while ticket_ still carries g, so a job's fields read after its successor was published are harmless
+  // a job is published as fn_, then ticket_, then generation_. A worker claims an index from ticket_ alone (the job's
+  // generation, its size and the next index in one word), and reads fn_ only after its claim succeeded: the job cannot
+  // end, and fn_ be replaced, before that index is done
   std::atomic<uint32_t> generation_{0};
-  std::atomic<uint64_t> ticket_{0};  // (generation << 32) | next index
-  std::atomic<int> n_{0};
+  std::atomic<uint64_t> ticket_{0};  // (generation << 32) | (n << 16) | next index; n < 2^16
   std::atomic<const std::function<void(int)>*> fn_{nullptr};
   std::atomic<int> done_{0};
   std::atomic<int> sleepers_{0};

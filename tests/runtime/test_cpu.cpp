@@ -174,6 +174,21 @@ TEST(ThreadPool, WakesSleepingWorkersAndPollingOnes) {
   }
 }
 
+// jobs of changing sizes back to back: a worker late for one job must never run an index of it past its size (nor one
+// twice) when the next, bigger job is being published
+TEST(ThreadPool, EveryIndexOnceWhenJobSizesChange) {
+  for (int spin_us : {0, 2000}) {
+    ThreadPool pool(3, spin_us);
+    std::vector<std::atomic<int>> hits(32);
+    for (int rep = 0; rep < 20000; rep++) {
+      int n = 1 + (rep * 7) % 23;
+      for (auto& h : hits) h = 0;
+      pool.run(n, [&](int i) { hits[size_t(i)]++; });
+      for (int i = 0; i < 32; i++) ASSERT_EQ(hits[size_t(i)].load(), i < n ? 1 : 0) << "rep " << rep << " index " << i << " of " << n;
+    }
+  }
+}
+
 TEST(ThreadPool, RethrowsAndStaysUsable) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.run(10, [](int i) { if (i == 7) throw Error("boom"); }), Error);
