@@ -3,7 +3,6 @@
 // decoded in the kernels that read them), 3. forward with the KV cache, 4. logits in chunks.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "tg/device.h"
 #include "tg/error.h"
@@ -353,7 +352,6 @@ Tensor Model::embedding_rows(std::span<const int32_t> ids) const {
   out.reserve(ids.size() * size_t(row));
   for (int32_t id : ids) {
     if (id < 0 || id >= cfg_.vocab_size) throw Error("llm: token id " + std::to_string(id) + " is out of range (vocab " + std::to_string(cfg_.vocab_size) + ")");
-    if (getenv("IFS")) { std::ifstream f(g_.parts[embd_.split].file.device()->substr(5), std::ios::binary); std::string r(size_t(row), '\0'); f.seekg(b + id * row).read(r.data(), row); out.insert(out.end(), r.begin(), r.end()); continue; }
     std::vector<uint8_t> r = g_.parts[embd_.split].file.shrink({{b + id * row, b + (id + 1) * row}}).data();
     out.insert(out.end(), r.begin(), r.end());
   }
@@ -408,7 +406,7 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
   }
   // the prompt's GEMMs leave their weights' float panels (a layer's worth, tensor/gemm.cpp) and activations in the
   // allocator's cache; decode reuses none of them (docs/benchmarks.md, the LLM's RSS)
-  if (tokens.size() > 1 && !getenv("NOFREE")) free_device_cache(dev_);
+  if (tokens.size() > 1) free_device_cache(dev_);
   return out;
 }
 
