@@ -7,6 +7,7 @@
 //   tg::llm::TrainModel m({.vocab_size = 512, .dim = 64, .n_layers = 2});
 //   Tensor loss = m.loss(x, y);                 // x, y (B, T) int32, y the next tokens of x
 //   m.save("model.gguf", vocab);
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,7 @@ class TrainModel : public nn::Module {
   nn::Embedding embd_;
   std::vector<Block> blocks_;
   nn::RMSNorm norm_;
-  nn::Linear output_;
+  std::optional<nn::Linear> output_;  // none with tied embeddings: token_embd's weight
   Tensor cos_, sin_;  // (context, head_dim / 2), not parameters
 };
 

@@ -42,10 +42,9 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int64_t 
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
   for (size_t i = 0; i < keep; i++) s.accept(prompt[i]);
-  std::vector<int32_t> out;
   GenerateStats st;
   cached_.clear();  // until it is known what the cache holds (an exception may leave a chunk half written)
-  out = tg::llm::generate(m_, prompt.subspan(keep), n, s, on_token, int64_t(keep), &st, chunk, logprobs);
+  std::vector<int32_t> out = tg::llm::generate(m_, prompt.subspan(keep), n, s, on_token, int64_t(keep), &st, chunk, logprobs);
   st.cached_tokens = int64_t(keep);
   cached_.assign(prompt.begin(), prompt.end());
   if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);  // the last one was sampled, not fed

@@ -28,7 +28,8 @@ static TrainConfig checked(TrainConfig c) {
 }
 
 TrainModel::TrainModel(const TrainConfig& c)
-    : c_(checked(c)), embd_(c.vocab_size, c.dim), norm_(c.dim, c.norm_eps), output_(c.dim, c.tied_embeddings ? 1 : c.vocab_size, false) {
+    : c_(checked(c)), embd_(c.vocab_size, c.dim), norm_(c.dim, c.norm_eps) {
+  if (!c_.tied_embeddings) output_.emplace(c.dim, c.vocab_size, false);  // before the blocks: the seed's draws in the same order
   for (int64_t i = 0; i < c.n_layers; i++) blocks_.emplace_back(c_);
   int64_t h = c.dim / c.n_heads / 2;
   std::vector<float> cs(size_t(c.context * h)), sn(cs.size());
@@ -42,7 +43,7 @@ TrainModel::TrainModel(const TrainConfig& c)
 
 void TrainModel::visit_state(nn::StateVisitor& v) {
   v("token_embd", embd_), v("blk", blocks_), v("output_norm", norm_);
-  if (!c_.tied_embeddings) v("output", output_);
+  if (output_) v("output", *output_);
 }
 
 Tensor TrainModel::rope(const Tensor& x) const {
@@ -70,7 +71,7 @@ Tensor TrainModel::operator()(const Tensor& tokens) const {
     Tensor f = l.ffn_norm(h);
     x = h + l.down(l.gate(f).silu() * l.up(f));
   }
-  return c_.tied_embeddings ? norm_(x).matmul(embd_.weight.transpose(0, 1)) : output_(norm_(x));
+  return output_ ? (*output_)(norm_(x)) : norm_(x).matmul(embd_.weight.transpose(0, 1));
 }
 
 Tensor TrainModel::loss(const Tensor& x, const Tensor& y) const {
