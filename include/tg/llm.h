@@ -8,11 +8,12 @@
 //   tg::llm::generate(m, ids, 32, s, [&](int32_t t) { std::cout << m.tokenizer().piece(t) << std::flush; return true; });
 //
 // Architectures: llama (llama 2/3, mistral, mixtral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm), qwen2moe and qwen3moe
-// (mixtures of experts, a gated shared expert), olmoe (experts, q/k RMSNorm over the whole projection). GQA, RoPE (llama's pairs of
+// (mixtures of experts, a gated shared expert), olmoe (experts, q/k RMSNorm over the whole projection), deepseek2
+// (multi-head latent attention, shared experts, grouped routing with a selection bias). GQA, RoPE (llama's pairs of
 // neighbours or neox's halves, rope.freq_base, linear rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
 // token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
-// them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer,
-// written in place.
+// them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer
+// (latent attention: (1, 1, max_context, kv_lora_rank + rope_dim)), written in place.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,9 +43,18 @@ struct Config {
   // n_experts_used best experts (hidden size expert_hidden_dim), weighted by the router's scores, plus a shared expert's
   // where there is one; the first leading_dense_blocks layers keep a dense FFN of hidden_dim
   int64_t n_experts = 0, n_experts_used = 0, expert_hidden_dim = 0, shared_hidden_dim = 0, leading_dense_blocks = 0;
-  enum class Gating { softmax = 1, sigmoid = 2 } gating = Gating::softmax;  // the router's scores ({arch}.expert_gating_func)
+  // the router's scores ({arch}.expert_gating_func); softmax_weight: the chosen experts' raw logits, softmaxed
+  enum class Gating { softmax = 1, sigmoid = 2, softmax_weight = 3, sqrt_softplus = 4 } gating = Gating::softmax;
   bool expert_weights_norm = false;  // the chosen experts' scores divided by their sum (mixtral, qwen3moe)
   double expert_weights_scale = 1.0;
+  // deepseek's routing: experts in n_expert_groups groups, a token choosing among the n_expert_groups_used groups whose
+  // two best scores sum highest (0: no groups); a layer's exp_probs_b bias shifts the choice, not the weights
+  int64_t n_expert_groups = 0, n_expert_groups_used = 0;
+  // multi-head latent attention (deepseek2: kv_lora_rank > 0): a position's keys and values are one compressed row of
+  // kv_lora_rank (RMS-normed) and one rotary part of rope_dim shared by all heads; a query head is head_dim wide
+  // (head_dim - rope_dim "nope" dims, then rope_dim rotated ones) and an output head v_head_dim; queries come from x
+  // directly or through a q_lora_rank bottleneck
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, v_head_dim = 0;
 };
 
 // the config a GGUF's metadata and tensors describe; a tg::Error names a missing key, an unsupported architecture or a
@@ -96,11 +106,21 @@ class Model {
       Linear router;          // (n_experts, dim)
       Tensor gate, up, down;  // (n_experts, out, in) as float32, decoded where an expert's rows are read
       std::optional<Tensor> shared_gate_inp;  // (dim): the shared expert's sigmoid gate
+      std::optional<Tensor> probs_bias;       // (n_experts): exp_probs_b, added to the scores only to choose
       std::optional<Linear> shared_gate, shared_up, shared_down;
     };
     std::optional<Experts> moe;
     std::optional<Tensor> q_norm, k_norm, bq, bk, bv;
+    struct Latent {  // multi-head latent attention's weights (wq is attn_q, or attn_q_b after the bottleneck q_a)
+      std::optional<Linear> q_a;
+      std::optional<Tensor> q_a_norm;
+      Linear kv_a;          // (kv_lora_rank + rope_dim, dim)
+      Tensor kv_a_norm;     // (kv_lora_rank)
+      Tensor k_b, v_b;      // (heads, kv_lora_rank, head_dim - rope_dim), (heads, v_head_dim, kv_lora_rank)
+    };
+    std::optional<Latent> mla;  // cache_kv is then (1, 1, context, kv_lora_rank + rope_dim)
   };
+  Tensor latent_attention(Layer& l, const Tensor& x, const sint& start_pos);
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
   Tensor ffn(const Layer& l, const Tensor& x) const;  // the dense SwiGLU or the layer's experts
   Tensor forward_at(const Tensor& rows, const sint& start_pos, bool all_logits);

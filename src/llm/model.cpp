@@ -54,19 +54,27 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   const gguf::Value* a = find(g, "general.architecture");
   if (!a) throw Error("llm: the GGUF has no general.architecture");
   c.arch = a->str();
-  if (c.arch == "llama" || c.arch == "mistral") c.rope_neox = false;
+  if (c.arch == "llama" || c.arch == "mistral" || c.arch == "deepseek2") c.rope_neox = false;
   else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "olmoe") c.rope_neox = true;
-  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe)");
+  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2)");
   const std::string p = c.arch + ".";
-  c.n_layers = get_int(g, p + "block_count"), c.dim = get_int(g, p + "embedding_length");
+  // (blocks after the first block_count - nextn_predict_layers predict further tokens: not run, as in llama.cpp's default)
+  c.n_layers = get_int(g, p + "block_count") - get_int(g, p + "nextn_predict_layers", 0), c.dim = get_int(g, p + "embedding_length");
   c.n_experts = get_int(g, p + "expert_count", 0);
   if (c.n_experts > 0) {
     c.n_experts_used = get_int(g, p + "expert_used_count"), c.expert_hidden_dim = get_int(g, p + "expert_feed_forward_length");
-    c.shared_hidden_dim = get_int(g, p + "expert_shared_feed_forward_length", 0);
+    // deepseek2 counts its shared experts, each expert_feed_forward_length wide
+    c.shared_hidden_dim = get_int(g, p + "expert_shared_feed_forward_length", get_int(g, p + "expert_shared_count", 0) * c.expert_hidden_dim);
     c.leading_dense_blocks = get_int(g, p + "leading_dense_block_count", 0);
     int64_t gating = get_int(g, p + "expert_gating_func", 1);
-    if (gating != 1 && gating != 2) throw Error("llm: expert_gating_func " + std::to_string(gating) + " is not supported (1 softmax, 2 sigmoid)");
+    if (gating < 1 || gating > 4)
+      throw Error("llm: expert_gating_func " + std::to_string(gating) + " is not supported (1 softmax, 2 sigmoid, 3 softmax of the chosen, 4 sqrt softplus)");
     c.gating = Config::Gating(gating);
+    c.n_expert_groups = get_int(g, p + "expert_group_count", 0), c.n_expert_groups_used = get_int(g, p + "expert_group_used_count", 0);
+    if (c.n_expert_groups > 1 && (c.n_experts % c.n_expert_groups || c.n_expert_groups_used < 1 || c.n_expert_groups_used > c.n_expert_groups ||
+                                  c.n_experts / c.n_expert_groups < 2))
+      throw Error("llm: bad expert groups: " + std::to_string(c.n_expert_groups) + " groups of " + std::to_string(c.n_experts) + " experts, " +
+                  std::to_string(c.n_expert_groups_used) + " used");
     // llama.cpp's defaults: mixtral (llama) and qwen3moe normalize the chosen experts' weights, qwen2moe and olmoe do not
     c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool() : c.arch == "llama" || c.arch == "qwen3moe";
     c.expert_weights_scale = get_float(g, p + "expert_weights_scale", 1.0);
@@ -82,10 +90,17 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
     throw Error("llm: bad sizes: block_count " + std::to_string(c.n_layers) + ", embedding_length " + std::to_string(c.dim) + ", heads " +
                 std::to_string(c.n_heads) + " / kv heads " + std::to_string(c.n_kv_heads) + " (must divide)");
   c.head_dim = get_int(g, p + "attention.key_length", c.dim / c.n_heads);
-  if (get_int(g, p + "attention.value_length", c.head_dim) != c.head_dim) throw Error("llm: attention.value_length != key_length is not supported");
+  c.v_head_dim = get_int(g, p + "attention.value_length", c.head_dim);
+  c.kv_lora_rank = get_int(g, p + "attention.kv_lora_rank", 0), c.q_lora_rank = get_int(g, p + "attention.q_lora_rank", 0);
+  if (c.kv_lora_rank > 0)  // llama.cpp's MLA files give the query and value heads' sizes as *_mla (key_length: the cache row)
+    c.head_dim = get_int(g, p + "attention.key_length_mla", c.head_dim), c.v_head_dim = get_int(g, p + "attention.value_length_mla", c.v_head_dim);
+  else if (c.v_head_dim != c.head_dim) throw Error("llm: attention.value_length != key_length is not supported");
   c.rope_dim = get_int(g, p + "rope.dimension_count", c.head_dim);
   if (c.head_dim <= 0 || c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2)
     throw Error("llm: rope.dimension_count " + std::to_string(c.rope_dim) + " must be even and at most the head dim " + std::to_string(c.head_dim));
+  if (c.kv_lora_rank < 0 || c.q_lora_rank < 0 || (c.kv_lora_rank > 0 && (c.v_head_dim <= 0 || c.rope_dim >= c.head_dim)))
+    throw Error("llm: bad latent attention: kv_lora_rank " + std::to_string(c.kv_lora_rank) + ", q_lora_rank " + std::to_string(c.q_lora_rank) +
+                ", query head " + std::to_string(c.head_dim) + " (rope " + std::to_string(c.rope_dim) + "), value head " + std::to_string(c.v_head_dim));
   c.norm_eps = get_float(g, p + "attention.layer_norm_rms_epsilon");
   c.rope_theta = get_float(g, p + "rope.freq_base", 10000.0);
   std::string scaling = find(g, p + "rope.scaling.type") ? find(g, p + "rope.scaling.type")->str() : "none";
@@ -93,6 +108,8 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   else if (scaling != "none") throw Error("llm: rope.scaling.type '" + scaling + "' is not supported (none, linear)");
   if (find(g, p + "rope.scale_linear")) c.rope_scale = get_float(g, p + "rope.scale_linear");
   if (!(c.rope_scale > 0)) throw Error("llm: rope scaling factor must be positive");
+  // (llama.cpp scales deepseek2's attention scores by the scaling's magnitude correction too: not done here)
+  if (c.kv_lora_rank > 0 && c.rope_scale != 1.0) throw Error("llm: rope scaling with latent attention is not supported");
   c.max_context = get_int(g, p + "context_length");
   if (max_context > 0) c.max_context = std::min(c.max_context, max_context);
   if (c.max_context <= 0) throw Error("llm: context_length must be positive");
@@ -168,19 +185,40 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
     throw Error("llm: token_embd.weight is " + shape_s(embd_.shape) + " " + gguf::ggml_type_name(uint32_t(embd_.type)) + ", not rows of whole blocks");
   output_norm_ = weight("output_norm.weight", {c.dim}).w;
   output_ = linear(c.tied_embeddings ? "token_embd.weight" : "output.weight", {c.vocab_size, c.dim});
+  // latent attention's weights; k_b and v_b come split (attn_k_b, attn_v_b) or, in older files, as one attn_kv_b whose
+  // rows are each head's nope key rows then its value rows
+  auto latent = [&](const std::string& b, Layer& l) {
+    int64_t H = c.n_heads, R = c.kv_lora_rank, nope = c.head_dim - c.rope_dim, V = c.v_head_dim;
+    Layer::Latent m{.kv_a = linear(b + "attn_kv_a_mqa.weight", {R + c.rope_dim, c.dim}), .kv_a_norm = weight(b + "attn_kv_a_norm.weight", {R}).w};
+    if (c.q_lora_rank > 0)
+      m.q_a = linear(b + "attn_q_a.weight", {c.q_lora_rank, c.dim}), m.q_a_norm = weight(b + "attn_q_a_norm.weight", {c.q_lora_rank}).w,
+      l.wq = linear(b + "attn_q_b.weight", {q, c.q_lora_rank});
+    else l.wq = linear(b + "attn_q.weight", {q, c.dim});
+    if (has_tensor(g_, b + "attn_k_b.weight")) m.k_b = weight(b + "attn_k_b.weight", {H, R, nope}).w, m.v_b = weight(b + "attn_v_b.weight", {H, V, R}).w;
+    else {
+      Tensor kvb = weight(b + "attn_kv_b.weight", {H * (nope + V), R}).w.reshape({H, nope + V, R});
+      m.k_b = kvb.shrink({{0, H}, {0, nope}, {0, R}}).transpose(1, 2), m.v_b = kvb.shrink({{0, H}, {nope, nope + V}, {0, R}});
+    }
+    l.cache_kv = Tensor::zeros({1, 1, c.max_context, R + c.rope_dim}, dtypes::float32, dev_).contiguous();
+    return m;
+  };
   for (int64_t i = 0; i < c.n_layers; i++) {
     std::string b = "blk." + std::to_string(i) + ".";
     bool experts = c.n_experts > 0 && i >= c.leading_dense_blocks;
     auto dense = [&](const char* name, const Shape& shape) { return experts ? Linear{} : linear(b + name, shape); };
-    Layer l{weight(b + "attn_norm.weight", {c.dim}).w, linear(b + "attn_q.weight", {q, c.dim}), linear(b + "attn_k.weight", {kv, c.dim}),
-            linear(b + "attn_v.weight", {kv, c.dim}), linear(b + "attn_output.weight", {c.dim, q}), weight(b + "ffn_norm.weight", {c.dim}).w,
-            dense("ffn_gate.weight", {c.hidden_dim, c.dim}), dense("ffn_up.weight", {c.hidden_dim, c.dim}),
-            dense("ffn_down.weight", {c.dim, c.hidden_dim}),
-            Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous()};
+    Layer l{weight(b + "attn_norm.weight", {c.dim}).w};
+    if (c.kv_lora_rank == 0)
+      l.wq = linear(b + "attn_q.weight", {q, c.dim}), l.wk = linear(b + "attn_k.weight", {kv, c.dim}), l.wv = linear(b + "attn_v.weight", {kv, c.dim}),
+      l.cache_kv = Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous();
+    else l.mla = latent(b, l);
+    l.wo = linear(b + "attn_output.weight", {c.dim, c.n_heads * c.v_head_dim}), l.ffn_norm = weight(b + "ffn_norm.weight", {c.dim}).w;
+    l.w_gate = dense("ffn_gate.weight", {c.hidden_dim, c.dim}), l.w_up = dense("ffn_up.weight", {c.hidden_dim, c.dim});
+    l.w_down = dense("ffn_down.weight", {c.dim, c.hidden_dim});
     if (experts) {
       int64_t E = c.n_experts, F = c.expert_hidden_dim, S = c.shared_hidden_dim;
       l.moe = Layer::Experts{linear(b + "ffn_gate_inp.weight", {E, c.dim}), weight(b + "ffn_gate_exps.weight", {E, F, c.dim}).w,
                              weight(b + "ffn_up_exps.weight", {E, F, c.dim}).w, weight(b + "ffn_down_exps.weight", {E, c.dim, F}).w};
+      l.moe->probs_bias = opt(b + "exp_probs_b.bias", {E});
       if (S > 0)
         l.moe->shared_gate = linear(b + "ffn_gate_shexp.weight", {S, c.dim}), l.moe->shared_up = linear(b + "ffn_up_shexp.weight", {S, c.dim}),
         l.moe->shared_down = linear(b + "ffn_down_shexp.weight", {c.dim, S}), l.moe->shared_gate_inp = opt(b + "ffn_gate_inp_shexp.weight", {c.dim});
@@ -214,8 +252,11 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
     dots.insert(dots.end(), {l.dot->words, l.dot->halves, l.dot->scales});
   };
   prepare(output_);
-  for (auto& l : layers_)
+  for (auto& l : layers_) {
     for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);  // (a layer of experts: no dense FFN)
+    if (l.mla && l.mla->q_a) prepare(*l.mla->q_a);
+    if (l.mla) prepare(l.mla->kv_a);
+  }
   Tensor::realize(dots);
   for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
     for (int32_t i = 0; i < tok_.n_vocab(); i++)
@@ -267,11 +308,12 @@ Tensor Model::rope(const Tensor& x, const sint& start_pos) const {
     Tensor b = p.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {0, h}, {1, 2}}).squeeze(-1);
     out = Tensor::stack({a * cos - b * sin, b * cos + a * sin}, -1).reshape({1, x.shape()[1], T, c.rope_dim});
   }
-  if (c.rope_dim == c.head_dim) return out;
-  return out.cat(x.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {c.rope_dim, c.head_dim}}), -1);
+  if (c.rope_dim == x.shape()[3]) return out;
+  return out.cat(x.shrink({{0, 1}, {0, x.shape()[1]}, {0, T}, {c.rope_dim, x.shape()[3]}}), -1);
 }
 
 Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
+  if (l.mla) return latent_attention(l, x, start_pos);
   const Config& c = cfg_;
   int64_t T = x.shape()[1];
   Tensor q = lin(x, l.wq, l.bq), k = lin(x, l.wk, l.bk);
@@ -306,6 +348,29 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
 }
 
+// multi-head latent attention with the up-projections absorbed (llama.cpp's and tinygrad's MLA): a query head's nope part
+// times k_b lands in the compressed space, so scores are one product with the cached rows (compressed | rotary), the
+// values are the compressed rows themselves, and v_b lifts each head's weighted sum to v_head_dim afterwards
+Tensor Model::latent_attention(Layer& l, const Tensor& x, const sint& start_pos) {
+  const Config& c = cfg_;
+  const Layer::Latent& m = *l.mla;
+  int64_t T = x.shape()[1], H = c.n_heads, R = c.kv_lora_rank, nope = c.head_dim - c.rope_dim;
+  Tensor q = m.q_a ? lin(rms(lin(x, *m.q_a), *m.q_a_norm, c.norm_eps), l.wq) : lin(x, l.wq);
+  q = q.reshape({1, T, H, c.head_dim}).transpose(1, 2);  // (1, H, T, head_dim)
+  Tensor q_nope = q.shrink({{0, 1}, {0, H}, {0, T}, {0, nope}}), q_rope = rope(q.shrink({{0, 1}, {0, H}, {0, T}, {nope, c.head_dim}}), start_pos);
+  q = Tensor::cat({q_nope.matmul(m.k_b.transpose(-1, -2)), q_rope}, -1);  // (1, H, T, R + rope_dim)
+  Tensor kv = lin(x, m.kv_a);  // (1, T, R + rope_dim)
+  Tensor ckv = rms(kv.shrink({{0, 1}, {0, T}, {0, R}}), m.kv_a_norm, c.norm_eps).reshape({1, 1, T, R});
+  Tensor k_rope = rope(kv.shrink({{0, 1}, {0, T}, {R, R + c.rope_dim}}).reshape({1, 1, T, c.rope_dim}), start_pos);
+  sint end = start_pos + T;
+  l.cache_kv.shrink({{0, 1}, {0, 1}, {start_pos, end}, {0, R + c.rope_dim}}).assign(Tensor::cat({ckv, k_rope}, -1).contiguous());
+  Tensor k = l.cache_kv.shrink({{0, 1}, {0, 1}, {0, end}, {0, R + c.rope_dim}}), v = k.shrink({{0, 1}, {0, 1}, {0, end}, {0, R}});
+  Tensor s = q.contiguous().matmul(k.transpose(-2, -1)) / std::sqrt(double(c.head_dim));  // (1, H, T, end)
+  if (T > 1) s = s + Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1, 1}).expand({1, 1, T, end}).triu(start_pos + 1);
+  Tensor a = s.softmax(-1).contiguous().matmul(v).matmul(m.v_b.transpose(-1, -2));  // (1, H, T, v_head_dim)
+  return lin(a.transpose(1, 2).reshape({1, T, H * c.v_head_dim}), l.wo);
+}
+
 // a mixture of experts as llama.cpp's build_moe_ffn: the router's scores, each token's n_experts_used best (their scores
 // normalized and scaled as the config says), each chosen expert's SwiGLU with its own weights (gathered by the expert's
 // index: the one-hot gather folds into loads of that expert's rows), summed by score; plus the shared expert
@@ -314,9 +379,20 @@ Tensor Model::ffn(const Layer& l, const Tensor& x) const {
   const Config& c = cfg_;
   const Layer::Experts& e = *l.moe;
   Tensor logits = lin(x, e.router);  // (1, T, E)
-  Tensor scores = c.gating == Config::Gating::sigmoid ? logits.sigmoid() : logits.softmax(-1);
-  Tensor sel = scores.topk(c.n_experts_used, -1).second;  // (1, T, k)
+  using G = Config::Gating;
+  Tensor scores = c.gating == G::sigmoid ? logits.sigmoid() : c.gating == G::softmax ? logits.softmax(-1) : c.gating == G::softmax_weight ? logits
+                                                                                                         : logits.softplus().sqrt();
+  Tensor choose = e.probs_bias ? scores + *e.probs_bias : scores;
+  if (c.n_expert_groups > 1) {  // only the experts of each token's best groups (a group's score: its two best experts')
+    int64_t T = x.shape()[1], G = c.n_expert_groups;
+    Tensor grouped = choose.reshape({1, T, G, c.n_experts / G});
+    Tensor best = grouped.topk(2, -1).first.sum(-1);  // (1, T, G)
+    Tensor keep = best >= best.topk(c.n_expert_groups_used, -1).first.min(-1, true);
+    choose = keep.unsqueeze(-1).where(grouped, -INFINITY).reshape({1, T, c.n_experts});
+  }
+  Tensor sel = choose.topk(c.n_experts_used, -1).second;  // (1, T, k)
   Tensor w = scores.gather(-1, sel);
+  if (c.gating == G::softmax_weight) w = w.softmax(-1);
   if (c.expert_weights_norm) w = w / w.sum(-1, true);
   if (c.expert_weights_scale != 1.0) w = w * c.expert_weights_scale;
   auto experts = [&](const Tensor& W, const Tensor& h) {  // h (1, T, 1 or k, in) -> (1, T, k, out)

@@ -63,6 +63,17 @@ MODELS = {  # name: arch, sizes, tokenizer, options
   # olmoe: q and k RMSNorm over the whole projection (not per head), 8 experts, weights not normalized
   "olmoe": dict(arch="olmoe", dim=64, ffn=0, layers=2, heads=4, kv=4, qk_norm="full", experts=8, used=2, expert_ffn=32,
                 vocab=bpe_vocab("olmo", ["<|endoftext|>", "<|padding|>"])),
+  # deepseek2's latent attention (mla: kv_lora, q_lora, nope + rope query heads, value heads) in llama.cpp's current
+  # layout (attn_k_b / attn_v_b, *_mla sizes) with V3's routing (sigmoid, selection bias, groups, normalized, scaled), a
+  # dense first block and a shared expert; the lite one in the older layout (attn_kv_b, no q_lora), softmax of the
+  # chosen logits; the last, sqrt(softplus) scores
+  "deepseek2": dict(arch="deepseek2", dim=64, ffn=96, layers=3, heads=4, kv=1, mla=dict(q_lora=24, kv_lora=32, nope=16, rope=8, v=16, split=True),
+                    experts=8, used=2, expert_ffn=32, shared_count=1, dense=1, gating=2, probs_bias=True, groups=(4, 2), wnorm=True, wscale=2.5,
+                    vocab=bpe_vocab("gpt2", ["<|begin▁of▁sentence|>", "<|end▁of▁sentence|>"])),
+  "deepseek2lite": dict(arch="deepseek2", dim=64, ffn=0, layers=2, heads=4, kv=4, mla=dict(q_lora=0, kv_lora=24, nope=8, rope=8, v=12, split=False),
+                        experts=4, used=2, expert_ffn=32, shared_count=2, gating=3, vocab=spm_vocab()),
+  "deepseek2sp": dict(arch="deepseek2", dim=64, ffn=0, layers=1, heads=2, kv=2, mla=dict(q_lora=16, kv_lora=16, nope=8, rope=16, v=8, split=True),
+                      experts=4, used=3, expert_ffn=16, shared_count=1, gating=4, vocab=spm_vocab()),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
 
@@ -99,7 +110,19 @@ def write(path, name, seed):
   if c.get("experts"): w.add_expert_count(c["experts"]); w.add_expert_used_count(c["used"]); w.add_expert_feed_forward_length(c["expert_ffn"])
   if c.get("shared_ffn"): w.add_expert_shared_feed_forward_length(c["shared_ffn"])
   if c.get("dense"): w.add_leading_dense_block_count(c["dense"])
-  if c.get("gating"): w.add_expert_gating_func(gguf.ExpertGatingFuncType(c["gating"]))
+  if c.get("gating"): w.add_uint32(gguf.Keys.LLM.EXPERT_GATING_FUNC.format(arch=c["arch"]), c["gating"])  # (gguf-py's enum lacks 3 and 4)
+  if c.get("shared_count"): w.add_expert_shared_count(c["shared_count"])
+  if c.get("groups"): w.add_expert_group_count(c["groups"][0]); w.add_expert_group_used_count(c["groups"][1])
+  if "wnorm" in c: w.add_expert_weights_norm(c["wnorm"])
+  if "wscale" in c: w.add_expert_weights_scale(c["wscale"])
+  mla = c.get("mla")
+  if mla:
+    hd = mla["nope"] + mla["rope"]
+    if mla["q_lora"]: w.add_q_lora_rank(mla["q_lora"])
+    w.add_kv_lora_rank(mla["kv_lora"]); w.add_rope_dimension_count(mla["rope"])
+    if mla["split"]:  # llama.cpp's MLA files: key/value_length are the cache row's, *_mla the heads'
+      w.add_key_length(mla["kv_lora"] + mla["rope"]); w.add_value_length(mla["kv_lora"]); w.add_key_length_mla(hd); w.add_value_length_mla(mla["v"])
+    else: w.add_key_length(hd); w.add_value_length(mla["v"])
   w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
   if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
   if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
@@ -121,8 +144,17 @@ def write(path, name, seed):
   for i in range(c["layers"]):
     b = f"blk.{i}."
     norm(b + "attn_norm.weight", d)
-    t(b + "attn_q.weight", c["heads"] * hd, d, kind="attn"); t(b + "attn_k.weight", c["kv"] * hd, d, kind="attn")
-    t(b + "attn_v.weight", c["kv"] * hd, d, kind="attn"); t(b + "attn_output.weight", d, c["heads"] * hd, kind="attn")
+    if mla:
+      H, R, nope, V = c["heads"], mla["kv_lora"], mla["nope"], mla["v"]
+      if mla["q_lora"]: t(b + "attn_q_a.weight", mla["q_lora"], d); norm(b + "attn_q_a_norm.weight", mla["q_lora"]); t(b + "attn_q_b.weight", H * hd, mla["q_lora"])
+      else: t(b + "attn_q.weight", H * hd, d)
+      t(b + "attn_kv_a_mqa.weight", R + mla["rope"], d); norm(b + "attn_kv_a_norm.weight", R)
+      if mla["split"]: t(b + "attn_k_b.weight", H, R, nope); t(b + "attn_v_b.weight", H, V, R)
+      else: t(b + "attn_kv_b.weight", H * (nope + V), R)
+      t(b + "attn_output.weight", d, H * V)
+    else:
+      t(b + "attn_q.weight", c["heads"] * hd, d, kind="attn"); t(b + "attn_k.weight", c["kv"] * hd, d, kind="attn")
+      t(b + "attn_v.weight", c["kv"] * hd, d, kind="attn"); t(b + "attn_output.weight", d, c["heads"] * hd, kind="attn")
     if c.get("bias"): t(b + "attn_q.bias", c["heads"] * hd, scale=0.5); t(b + "attn_k.bias", c["kv"] * hd, scale=0.5); t(b + "attn_v.bias", c["kv"] * hd, scale=0.5)
     if c.get("qk_norm") == "full": norm(b + "attn_q_norm.weight", c["heads"] * hd); norm(b + "attn_k_norm.weight", c["kv"] * hd)
     elif c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
@@ -131,10 +163,11 @@ def write(path, name, seed):
       e, ef = c["experts"], c["expert_ffn"]
       t(b + "ffn_gate_inp.weight", e, d, scale=1.0)
       t(b + "ffn_gate_exps.weight", e, ef, d, kind="ffn"); t(b + "ffn_up_exps.weight", e, ef, d, kind="ffn"); t(b + "ffn_down_exps.weight", e, d, ef, kind="ffn")
-      if c.get("shared_ffn"):
-        sf = c["shared_ffn"]
+      if c.get("probs_bias"): t(b + "exp_probs_b.bias", e, scale=0.3)
+      if c.get("shared_ffn") or c.get("shared_count"):
+        sf = c.get("shared_ffn") or c["shared_count"] * ef
         t(b + "ffn_gate_shexp.weight", sf, d); t(b + "ffn_up_shexp.weight", sf, d); t(b + "ffn_down_shexp.weight", d, sf)
-        t(b + "ffn_gate_inp_shexp.weight", d)
+        if c.get("shared_ffn"): t(b + "ffn_gate_inp_shexp.weight", d)
     else:
       t(b + "ffn_gate.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_up.weight", c["ffn"], d, kind="ffn"); t(b + "ffn_down.weight", d, c["ffn"], kind="ffn")
   norm("output_norm.weight", d)
@@ -158,7 +191,9 @@ class Ref:
     self.wnorm = bool(kv.get(f"{a}.expert_weights_norm", a in ("llama", "qwen3moe")))
     self.wscale = kv.get(f"{a}.expert_weights_scale", 1.0)
     self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
-    self.hd = kv.get(f"{a}.attention.key_length", kv[f"{a}.embedding_length"] // self.heads)
+    self.hd = kv.get(f"{a}.attention.key_length_mla", kv.get(f"{a}.attention.key_length", kv[f"{a}.embedding_length"] // self.heads))
+    self.rd, self.kv_lora = kv.get(f"{a}.rope.dimension_count", self.hd), kv.get(f"{a}.attention.kv_lora_rank", 0)
+    self.groups = (kv.get(f"{a}.expert_group_count", 0), kv.get(f"{a}.expert_group_used_count", 0))
     self.eps, self.theta = kv[f"{a}.attention.layer_norm_rms_epsilon"], kv.get(f"{a}.rope.freq_base", 10000.0)
     self.scale = kv[f"{a}.rope.scaling.factor"] if kv.get(f"{a}.rope.scaling.type") == "linear" else 1.0
     if "output.weight" not in self.w: self.w["output.weight"] = self.w["token_embd.weight"]
@@ -180,9 +215,9 @@ class Ref:
 
   def rms(self, x, w): return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * w
 
-  def rope(self, x, pos):  # x (T, heads, hd); llama rotates (x[2i], x[2i+1]), neox (x[i], x[i + hd/2])
-    half = self.hd // 2
-    ang = (pos / self.scale)[:, None] * self.theta ** (-2.0 * np.arange(half) / self.hd)  # (T, half)
+  def rope(self, x, pos):  # x (T, heads, n) all rotated; llama rotates (x[2i], x[2i+1]), neox (x[i], x[i + n/2])
+    half = x.shape[-1] // 2
+    ang = (pos / self.scale)[:, None] * self.theta ** (-2.0 * np.arange(half) / x.shape[-1])  # (T, half)
     cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
     out = x.copy()
     if self.neox: a, b, ia, ib = x[..., :half], x[..., half:], np.s_[..., :half], np.s_[..., half:]
@@ -197,12 +232,19 @@ class Ref:
   def moe(self, f, i):  # each token's chosen experts, one at a time
     W, b = self.w, f"blk.{i}."
     logits = f @ W[b + "ffn_gate_inp.weight"].T
-    if self.gating == 2: scores = 1 / (1 + np.exp(-logits))
-    else: scores = np.exp(logits - logits.max(-1, keepdims=True)); scores /= scores.sum(-1, keepdims=True)
+    softmax = lambda z: np.exp(z - z.max(-1, keepdims=True)) / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    scores = {1: lambda: softmax(logits), 2: lambda: 1 / (1 + np.exp(-logits)), 3: lambda: logits, 4: lambda: np.sqrt(np.log1p(np.exp(logits)))}[self.gating]()
+    choose = scores + (W[b + "exp_probs_b.bias"] if b + "exp_probs_b.bias" in W else 0)
     out = np.zeros_like(f)
     for t in range(f.shape[0]):
-      sel = np.argsort(-scores[t], kind="stable")[:self.used]
-      w = scores[t, sel] / (scores[t, sel].sum() if self.wnorm else 1) * self.wscale
+      c = choose[t].copy()
+      if self.groups[0] > 1:  # keep the groups whose two best experts sum highest
+        g = c.reshape(self.groups[0], -1)
+        top = np.argsort(-np.sort(g, -1)[:, -2:].sum(-1), kind="stable")[:self.groups[1]]
+        c = np.where(np.isin(np.arange(self.groups[0]), top)[:, None], g, -np.inf).reshape(-1)
+      sel = np.argsort(-c, kind="stable")[:self.used]
+      w = softmax(scores[t, sel]) if self.gating == 3 else scores[t, sel]
+      w = w / (w.sum() if self.wnorm else 1) * self.wscale
       for e, we in zip(sel, w):
         a = f[t] @ W[b + "ffn_gate_exps.weight"][e].T
         out[t] += we * (((a / (1 + np.exp(-a))) * (f[t] @ W[b + "ffn_up_exps.weight"][e].T)) @ W[b + "ffn_down_exps.weight"][e].T)
@@ -212,12 +254,35 @@ class Ref:
       out += sh
     return out
 
+  def latent(self, h, i, pos):  # deepseek2's attention with the keys and values decompressed: per head, plain attention
+    W, T, H, R = self.w, h.shape[0], self.heads, self.kv_lora
+    nope = self.hd - self.rd
+    g = lambda n: W[f"blk.{i}.{n}"]
+    q = self.mm(self.rms(self.mm(h, f"blk.{i}.attn_q_a.weight"), g("attn_q_a_norm.weight")), f"blk.{i}.attn_q_b.weight") \
+      if f"blk.{i}.attn_q_a.weight" in W else self.mm(h, f"blk.{i}.attn_q.weight")
+    q = q.reshape(T, H, self.hd)
+    q = np.concatenate([q[..., :nope], self.rope(q[..., nope:], pos)], -1)
+    kva = self.mm(h, f"blk.{i}.attn_kv_a_mqa.weight")
+    ckv, k_rope = self.rms(kva[:, :R], g("attn_kv_a_norm.weight")), self.rope(kva[:, None, R:], pos)  # (T, R), (T, 1, rope)
+    if f"blk.{i}.attn_k_b.weight" in W: kb, vb = g("attn_k_b.weight"), g("attn_v_b.weight")  # (H, R, nope), (H, V, R)
+    else: kvb = g("attn_kv_b.weight").reshape(H, -1, R); kb, vb = kvb[:, :nope].transpose(0, 2, 1), kvb[:, nope:]
+    k = np.concatenate([np.einsum("tr,hrn->thn", ckv, kb), np.repeat(k_rope, H, axis=1)], -1)  # (T, H, hd)
+    v = np.einsum("tr,hvr->thv", ckv, vb)
+    s = np.einsum("thd,shd->hts", q, k) / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
+    p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
+    return self.mm(np.einsum("hts,shv->thv", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
+
   def forward(self, tokens):  # log-softmax of every position, attending causally over the whole sequence
     W, T = self.w, len(tokens)
     x, pos = W["token_embd.weight"][tokens], np.arange(T, dtype=np.float64)
     for i in range(self.layers):
       g = lambda n: W[f"blk.{i}.{n}"]
       h = self.rms(x, g("attn_norm.weight"))
+      if self.kv_lora:
+        x = x + self.latent(h, i, pos)
+        f = self.rms(x, g("ffn_norm.weight"))
+        x = x + (self.moe(f, i) if f"blk.{i}.ffn_gate_inp.weight" in W else self.swiglu(f, f"blk.{i}.ffn_{{}}.weight"))
+        continue
       q, k, v = (self.mm(h, f"blk.{i}.attn_{n}.weight") + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
       full = f"blk.{i}.attn_q_norm.weight" in W and W[f"blk.{i}.attn_q_norm.weight"].size == q.shape[-1]  # olmoe: before the heads
       if full: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))

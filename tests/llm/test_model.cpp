@@ -196,6 +196,36 @@ TEST(LlmModel, MixturesOfExpertsMatchOracle) {
   }
 }
 
+// deepseek2: the model absorbs k_b into the queries and v_b after the weighted sum, the oracle decompresses every key
+// and value per head; whole prompt, chunks (the compressed cache across calls) and decode under the JIT
+TEST(LlmModel, LatentAttentionMatchesOracle) {
+  NEED_MODELS();
+  const std::vector<int32_t>& p = PROMPT;
+  Config d = config_from_gguf(gguf::gguf_load(models().model("deepseek2")));
+  EXPECT_EQ(std::vector<int64_t>({d.kv_lora_rank, d.q_lora_rank, d.head_dim, d.rope_dim, d.v_head_dim, d.shared_hidden_dim, d.n_expert_groups, d.n_expert_groups_used}),
+            std::vector<int64_t>({32, 24, 24, 8, 16, 32, 4, 2}));
+  EXPECT_TRUE(d.gating == Config::Gating::sigmoid && d.expert_weights_norm && d.expert_weights_scale == 2.5 && !d.rope_neox);
+  Config lite = config_from_gguf(gguf::gguf_load(models().model("deepseek2lite")));
+  EXPECT_EQ(std::vector<int64_t>({lite.kv_lora_rank, lite.q_lora_rank, lite.head_dim, lite.v_head_dim, lite.shared_hidden_dim}), std::vector<int64_t>({24, 0, 16, 12, 64}));
+  EXPECT_TRUE(lite.gating == Config::Gating::softmax_weight && !lite.expert_weights_norm);
+  EXPECT_TRUE(config_from_gguf(gguf::gguf_load(models().model("deepseek2sp"))).gating == Config::Gating::sqrt_softplus);
+  for (const char* name : {"deepseek2", "deepseek2lite", "deepseek2sp"}) {
+    SCOPED_TRACE(name);
+    json ref = oracle(name, p, 8);
+    Model m = Model::load(models().model(name));
+    int64_t V = m.config().vocab_size;
+    expect_logprobs(m.logits(p, 0, true), V, ref);
+    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
+    l.insert(l.end(), tail.begin(), tail.end());
+    expect_logprobs(l, V, ref);
+    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
+    for (size_t i = 0; i < greedy.size(); i++)
+      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
+    Sampler s({.temperature = 0});
+    EXPECT_EQ(generate(m, p, 8, s), greedy);
+  }
+}
+
 TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   NEED_MODELS();
   Model m = Model::load(models().model("quant"));
@@ -261,6 +291,10 @@ TEST(LlmModel, TokenizerAndTemplateFromGguf) {
   EXPECT_EQ(chat_template_name(l.gguf()), "llama2");
   EXPECT_EQ(chat_template_name(g.gguf()), "llama3");
   EXPECT_EQ(chat_template_name(gguf::gguf_load(models().model("qwen3"))), "chatml");
+  gguf::GGUF ds = gguf::gguf_load(models().model("deepseek2"));  // its vocabulary has no <｜Assistant｜>
+  EXPECT_EQ(chat_template_name(ds), "deepseek2");
+  ds.kv["tokenizer.chat_template"] = gguf::Value{std::string("{{'<\uFF5CUser\uFF5C>' + m}}{{'<\uFF5CAssistant\uFF5C>'}}{{'<\uFF5Cend\u2581of\u2581sentence\uFF5C>'}}")};
+  EXPECT_EQ(chat_template_name(ds), "deepseek3");
 }
 
 TEST(LlmModel, BadInputIsAnError) {
@@ -282,8 +316,19 @@ TEST(LlmModel, BadInputIsAnError) {
   gguf::GGUF moe = gguf::gguf_load(models().model("qwen2moe"));
   bad = moe, bad.kv["qwen2moe.expert_used_count"] = gguf::Value{uint32_t(7)};
   expect_err([&] { config_from_gguf(bad); }, "expert_used_count 7");
-  bad = moe, bad.kv["qwen2moe.expert_gating_func"] = gguf::Value{uint32_t(3)};
-  expect_err([&] { config_from_gguf(bad); }, "expert_gating_func 3");
+  bad = moe, bad.kv["qwen2moe.expert_gating_func"] = gguf::Value{uint32_t(5)};
+  expect_err([&] { config_from_gguf(bad); }, "expert_gating_func 5");
+  gguf::GGUF ds = gguf::gguf_load(models().model("deepseek2"));
+  bad = ds, bad.kv["deepseek2.expert_group_count"] = gguf::Value{uint32_t(3)};
+  expect_err([&] { config_from_gguf(bad); }, "bad expert groups: 3 groups of 8");
+  bad = ds, bad.kv["deepseek2.rope.scaling.type"] = gguf::Value{std::string("linear")}, bad.kv["deepseek2.rope.scaling.factor"] = gguf::Value{2.0f};
+  expect_err([&] { config_from_gguf(bad); }, "latent attention");
+  bad = ds, bad.kv["deepseek2.rope.dimension_count"] = gguf::Value{uint32_t(24)};
+  expect_err([&] { config_from_gguf(bad); }, "bad latent attention");
+  bad = ds;
+  for (auto& t : bad.tensors)
+    if (t.name == "blk.2.attn_k_b.weight") t.shape = {4, 16, 32};
+  expect_err([&] { Model m(bad); }, "blk.2.attn_k_b.weight");
   bad = moe;
   for (auto& t : bad.tensors)
     if (t.name == "blk.1.ffn_up_exps.weight") t.shape = {6, 32, 32};
@@ -314,6 +359,9 @@ TEST(LlmChat, Templates) {
             "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|>");
   EXPECT_EQ(apply_chat_template("llama2", msgs), "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello.</s><s>[INST] Why? [/INST]");
+  EXPECT_EQ(apply_chat_template("deepseek2", msgs), "Be brief.\n\nUser: Hi\n\nAssistant: Hello.<\uFF5Cend\u2581of\u2581sentence\uFF5C>User: Why?\n\nAssistant:");
+  EXPECT_EQ(apply_chat_template("deepseek3", msgs),
+            "Be brief.\n\n<\uFF5CUser\uFF5C>Hi<\uFF5CAssistant\uFF5C>Hello.<\uFF5Cend\u2581of\u2581sentence\uFF5C><\uFF5CUser\uFF5C>Why?<\uFF5CAssistant\uFF5C>");
   EXPECT_THROW(apply_chat_template("vicuna", msgs), Error);
   EXPECT_THROW(apply_chat_template("chatml", {{"tool", "x"}}), Error);
 }
