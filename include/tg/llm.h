@@ -10,7 +10,7 @@
 // Architectures: llama (llama 2/3, mistral, mixtral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm), qwen2moe and qwen3moe
 // (mixtures of experts, a gated shared expert), olmoe (experts, q/k RMSNorm over the whole projection), deepseek2
 // (multi-head latent attention, shared experts, grouped routing with a selection bias). GQA, RoPE (llama's pairs of
-// neighbours or neox's halves, rope.freq_base, linear rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
+// neighbours or neox's halves, rope.freq_base, linear and YaRN rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
 // token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
 // them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer
 // (latent attention: (1, 1, max_context, kv_lora_rank + rope_dim)), written in place.
@@ -37,6 +37,13 @@ struct Config {
   int64_t n_layers = 0, dim = 0, hidden_dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, rope_dim = 0, vocab_size = 0;
   int64_t max_context = 0;   // the KV cache's length: {arch}.context_length, or less when asked
   double norm_eps = 1e-5, rope_theta = 10000.0, rope_scale = 1.0;  // rope_scale: positions are divided by it (linear)
+  // YaRN (rope.scaling.type "yarn", llama.cpp's ggml rope): each frequency blends its interpolated (divided by
+  // rope_scale) and extrapolated angle by a ramp over the dims between the corrections for beta_fast and beta_slow
+  // rotations in yarn_orig_context positions; rope_mscale multiplies the rotated dims (YaRN's magnitude correction and
+  // rope.scaling.attn_factor), attn_scale the attention scores (deepseek2's mscale squared)
+  bool rope_yarn = false;
+  int64_t yarn_orig_context = 0;
+  double yarn_ext_factor = 1.0, yarn_beta_fast = 32.0, yarn_beta_slow = 1.0, rope_mscale = 1.0, attn_scale = 1.0;
   bool rope_neox = false;    // rotate (x[i], x[i + rope_dim/2]) (qwen) instead of (x[2i], x[2i+1]) (llama)
   bool qk_norm = false, qkv_bias = false, tied_embeddings = false;
   // a mixture of experts (n_experts > 0, llama.cpp's keys): each token's FFN is the sum of the SwiGLUs of its

@@ -104,13 +104,29 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   c.norm_eps = get_float(g, p + "attention.layer_norm_rms_epsilon");
   c.rope_theta = get_float(g, p + "rope.freq_base", 10000.0);
   std::string scaling = find(g, p + "rope.scaling.type") ? find(g, p + "rope.scaling.type")->str() : "none";
-  if (scaling == "linear") c.rope_scale = get_float(g, p + "rope.scaling.factor", 1.0);
-  else if (scaling != "none") throw Error("llm: rope.scaling.type '" + scaling + "' is not supported (none, linear)");
+  if (scaling == "linear" || scaling == "yarn") c.rope_scale = get_float(g, p + "rope.scaling.factor", 1.0);
+  else if (scaling != "none") throw Error("llm: rope.scaling.type '" + scaling + "' is not supported (none, linear, yarn)");
   if (find(g, p + "rope.scale_linear")) c.rope_scale = get_float(g, p + "rope.scale_linear");
   if (!(c.rope_scale > 0)) throw Error("llm: rope scaling factor must be positive");
-  // (llama.cpp scales deepseek2's attention scores by the scaling's magnitude correction too: not done here)
-  if (c.kv_lora_rank > 0 && c.rope_scale != 1.0) throw Error("llm: rope scaling with latent attention is not supported");
   c.max_context = get_int(g, p + "context_length");
+  // the magnitudes as llama.cpp's context and deepseek2 graph derive them (mscale: 0.1 m ln(factor) + 1)
+  c.rope_yarn = scaling == "yarn";
+  double f = c.rope_scale, ln_f = std::log(f), attn_factor = 1.0;
+  auto mscale = [&](double m) { return f <= 1 ? 1.0 : 0.1 * m * ln_f + 1; };
+  double log_mul = c.arch == "deepseek2" ? get_float(g, p + "rope.scaling.yarn_log_multiplier", 0.0) / 0.1 : 0.0;  // (stored as 0.1 x mscale_all_dim)
+  if (c.rope_yarn) {
+    c.yarn_orig_context = get_int(g, p + "rope.scaling.original_context_length", c.max_context);
+    c.yarn_ext_factor = get_float(g, p + "rope.scaling.yarn_ext_factor", 1.0);
+    c.yarn_beta_fast = get_float(g, p + "rope.scaling.yarn_beta_fast", 32.0), c.yarn_beta_slow = get_float(g, p + "rope.scaling.yarn_beta_slow", 1.0);
+    if (c.yarn_orig_context <= 0) throw Error("llm: rope.scaling.original_context_length must be positive");
+    if (c.yarn_ext_factor != 0) {
+      attn_factor = log_mul != 0 ? mscale(c.arch == "deepseek2" && log_mul != 1 ? log_mul : 1.0) / mscale(log_mul) : mscale(1.0);
+      attn_factor /= 1 + 0.1 * ln_f;
+    }
+  }
+  attn_factor *= get_float(g, p + "rope.scaling.attn_factor", 1.0);
+  c.rope_mscale = attn_factor * (c.rope_yarn && c.yarn_ext_factor != 0 ? 1 + 0.1 * ln_f : 1.0);
+  if (c.arch == "deepseek2") c.attn_scale = std::pow(attn_factor * (1 + 0.1 * ln_f) * (1 + 0.1 * log_mul * ln_f), 2);
   if (max_context > 0) c.max_context = std::min(c.max_context, max_context);
   if (c.max_context <= 0) throw Error("llm: context_length must be positive");
   c.vocab_size = g.info("token_embd.weight").shape.at(0);
@@ -231,15 +247,25 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
     raw.push_back(l.cache_kv);
     layers_.push_back(std::move(l));
   }
-  // RoPE angles pos / scale * theta^(-2i/rope_dim) (llama3's rope_freqs.weight divides each frequency), on the host
+  // RoPE angles pos / scale * theta^(-2i/rope_dim) (llama3's rope_freqs.weight divides each frequency), on the host;
+  // YaRN: pair i takes the unscaled angle below the ramp's low dim, the scaled one above its high dim, a blend between
   std::vector<float> ff(size_t(c.rope_dim / 2), 1.0f);
   if (has_tensor(g_, "rope_freqs.weight")) ff = g_.tensor("rope_freqs.weight", dev_).cast(dtypes::float32).to_vector<float>();
   if (int64_t(ff.size()) != c.rope_dim / 2) throw Error("llm: rope_freqs.weight has " + std::to_string(ff.size()) + " values, expected " + std::to_string(c.rope_dim / 2));
+  double ext = c.rope_yarn ? c.yarn_ext_factor : 0.0, lo = 0, hi = 0;
+  if (ext != 0) {  // the dims where beta rotations fit in the original context
+    auto corr = [&](double rot) { return double(c.rope_dim) * std::log(double(c.yarn_orig_context) / (rot * 2 * M_PI)) / (2 * std::log(c.rope_theta)); };
+    lo = std::max(0.0, std::floor(corr(c.yarn_beta_fast))), hi = std::min(double(c.rope_dim - 1), std::ceil(corr(c.yarn_beta_slow)));
+  }
   std::vector<float> cs(size_t(c.max_context * c.rope_dim / 2)), sn(cs.size());
   for (int64_t p = 0; p < c.max_context; p++)
     for (int64_t i = 0; i < c.rope_dim / 2; i++) {
-      double a = double(p) / c.rope_scale * std::pow(c.rope_theta, -2.0 * double(i) / double(c.rope_dim)) / double(ff[size_t(i)]);
-      cs[size_t(p * c.rope_dim / 2 + i)] = float(std::cos(a)), sn[size_t(p * c.rope_dim / 2 + i)] = float(std::sin(a));
+      double extrap = double(p) * std::pow(c.rope_theta, -2.0 * double(i) / double(c.rope_dim)) / double(ff[size_t(i)]), a = extrap / c.rope_scale;
+      if (ext != 0) {
+        double mix = (1 - std::clamp((double(i) - lo) / std::max(0.001, hi - lo), 0.0, 1.0)) * ext;
+        a = a * (1 - mix) + extrap * mix;
+      }
+      cs[size_t(p * c.rope_dim / 2 + i)] = float(std::cos(a) * c.rope_mscale), sn[size_t(p * c.rope_dim / 2 + i)] = float(std::sin(a) * c.rope_mscale);
     }
   rope_cos_ = Tensor::from_vector(cs, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
   rope_sin_ = Tensor::from_vector(sn, {c.max_context, c.rope_dim / 2}, std::nullopt, dev_);
@@ -365,7 +391,7 @@ Tensor Model::latent_attention(Layer& l, const Tensor& x, const sint& start_pos)
   sint end = start_pos + T;
   l.cache_kv.shrink({{0, 1}, {0, 1}, {start_pos, end}, {0, R + c.rope_dim}}).assign(Tensor::cat({ckv, k_rope}, -1).contiguous());
   Tensor k = l.cache_kv.shrink({{0, 1}, {0, 1}, {0, end}, {0, R + c.rope_dim}}), v = k.shrink({{0, 1}, {0, 1}, {0, end}, {0, R}});
-  Tensor s = q.contiguous().matmul(k.transpose(-2, -1)) / std::sqrt(double(c.head_dim));  // (1, H, T, end)
+  Tensor s = q.contiguous().matmul(k.transpose(-2, -1)) * (c.attn_scale / std::sqrt(double(c.head_dim)));  // (1, H, T, end)
   if (T > 1) s = s + Tensor(-INFINITY, dtypes::float32).reshape({1, 1, 1, 1}).expand({1, 1, T, end}).triu(start_pos + 1);
   Tensor a = s.softmax(-1).contiguous().matmul(v).matmul(m.v_b.transpose(-1, -2));  // (1, H, T, v_head_dim)
   return lin(a.transpose(1, 2).reshape({1, T, H * c.v_head_dim}), l.wo);

@@ -71,9 +71,13 @@ MODELS = {  # name: arch, sizes, tokenizer, options
                     experts=8, used=2, expert_ffn=32, shared_count=1, dense=1, gating=2, probs_bias=True, groups=(4, 2), wnorm=True, wscale=2.5,
                     vocab=bpe_vocab("gpt2", ["<|begin▁of▁sentence|>", "<|end▁of▁sentence|>"])),
   "deepseek2lite": dict(arch="deepseek2", dim=64, ffn=0, layers=2, heads=4, kv=4, mla=dict(q_lora=0, kv_lora=24, nope=8, rope=8, v=12, split=False),
-                        experts=4, used=2, expert_ffn=32, shared_count=2, gating=3, vocab=spm_vocab()),
+                        experts=4, used=2, expert_ffn=32, shared_count=2, gating=3, yarn=dict(factor=4.0, orig=256, log_mul=0.0707), theta=100.0,
+                        vocab=spm_vocab()),
   "deepseek2sp": dict(arch="deepseek2", dim=64, ffn=0, layers=1, heads=2, kv=2, mla=dict(q_lora=16, kv_lora=16, nope=8, rope=16, v=8, split=True),
                       experts=4, used=3, expert_ffn=16, shared_count=1, gating=4, vocab=spm_vocab()),
+  # YaRN: ramp dims 1..8 of the 8 rotated pairs (theta 100, 512 original positions), the magnitude 1 + 0.1 ln 4
+  "qwen3yarn": dict(arch="qwen3", dim=64, ffn=96, layers=2, heads=4, kv=2, head_dim=16, qk_norm=True, theta=100.0,
+                    yarn=dict(factor=4.0, orig=512), vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
 }
 GRID_TYPES = (Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_S)
 
@@ -126,6 +130,10 @@ def write(path, name, seed):
   w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
   if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
   if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
+  if "yarn" in c:
+    y = c["yarn"]
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN); w.add_rope_scaling_factor(y["factor"]); w.add_rope_scaling_orig_ctx_len(y["orig"])
+    if "log_mul" in y: w.add_rope_scaling_yarn_log_mul(y["log_mul"])
   w.add_tokenizer_model(v["model"]); w.add_token_list(v["tokens"]); w.add_token_types(v["types"])
   if v.get("pre"): w.add_tokenizer_pre(v["pre"])
   if v["scores"]: w.add_token_scores(v["scores"])
@@ -195,7 +203,15 @@ class Ref:
     self.rd, self.kv_lora = kv.get(f"{a}.rope.dimension_count", self.hd), kv.get(f"{a}.attention.kv_lora_rank", 0)
     self.groups = (kv.get(f"{a}.expert_group_count", 0), kv.get(f"{a}.expert_group_used_count", 0))
     self.eps, self.theta = kv[f"{a}.attention.layer_norm_rms_epsilon"], kv.get(f"{a}.rope.freq_base", 10000.0)
-    self.scale = kv[f"{a}.rope.scaling.factor"] if kv.get(f"{a}.rope.scaling.type") == "linear" else 1.0
+    self.scale = kv[f"{a}.rope.scaling.factor"] if kv.get(f"{a}.rope.scaling.type") in ("linear", "yarn") else 1.0
+    # YaRN as Hugging Face's rope utils compute it: the ramp's ends from the original context, the magnitude on cos and
+    # sin, or (deepseek: mscale_all_dim, stored as 0.1 x it) on the attention scores
+    self.yarn = kv.get(f"{a}.rope.scaling.type") == "yarn"
+    self.orig = kv.get(f"{a}.rope.scaling.original_context_length", 0)
+    m_all = kv.get(f"{a}.rope.scaling.yarn_log_multiplier", 0) / 0.1
+    get_mscale = lambda m: 0.1 * m * np.log(self.scale) + 1 if self.scale > 1 else 1.0
+    self.rope_mag = (1.0 if m_all else get_mscale(1)) if self.yarn else 1.0
+    self.score_mul = get_mscale(m_all) ** 2 if self.yarn and m_all else 1.0
     if "output.weight" not in self.w: self.w["output.weight"] = self.w["token_embd.weight"]
 
   def mm(self, x, name):  # x @ W^T; with qdot, x's rows as the int8 blocks ggml-cpu multiplies a Q8_0 / Q4_K weight with
@@ -216,9 +232,16 @@ class Ref:
   def rms(self, x, w): return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * w
 
   def rope(self, x, pos):  # x (T, heads, n) all rotated; llama rotates (x[2i], x[2i+1]), neox (x[i], x[i + n/2])
-    half = x.shape[-1] // 2
-    ang = (pos / self.scale)[:, None] * self.theta ** (-2.0 * np.arange(half) / x.shape[-1])  # (T, half)
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    half, n = x.shape[-1] // 2, x.shape[-1]
+    inv = self.theta ** (-2.0 * np.arange(half) / n)
+    if self.yarn:  # per pair: extrapolated below `low`, interpolated above `high`, linear in between
+      dim = lambda rot: n * np.log(self.orig / (rot * 2 * np.pi)) / (2 * np.log(self.theta))
+      low, high = max(np.floor(dim(32)), 0), min(np.ceil(dim(1)), n - 1)
+      keep = 1 - np.clip((np.arange(half) - low) / max(high - low, 0.001), 0, 1)
+      inv = inv / self.scale * (1 - keep) + inv * keep
+    else: inv = inv / self.scale
+    ang = pos[:, None] * inv  # (T, half)
+    cos, sin = np.cos(ang)[:, None, :] * self.rope_mag, np.sin(ang)[:, None, :] * self.rope_mag
     out = x.copy()
     if self.neox: a, b, ia, ib = x[..., :half], x[..., half:], np.s_[..., :half], np.s_[..., half:]
     else: a, b, ia, ib = x[..., 0::2], x[..., 1::2], np.s_[..., 0::2], np.s_[..., 1::2]
@@ -268,7 +291,7 @@ class Ref:
     else: kvb = g("attn_kv_b.weight").reshape(H, -1, R); kb, vb = kvb[:, :nope].transpose(0, 2, 1), kvb[:, nope:]
     k = np.concatenate([np.einsum("tr,hrn->thn", ckv, kb), np.repeat(k_rope, H, axis=1)], -1)  # (T, H, hd)
     v = np.einsum("tr,hvr->thv", ckv, vb)
-    s = np.einsum("thd,shd->hts", q, k) / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
+    s = np.einsum("thd,shd->hts", q, k) * self.score_mul / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
     p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
     return self.mm(np.einsum("hts,shv->thv", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
 

@@ -84,11 +84,17 @@ TEST(LlmModel, ConfigFromMetadata) {
   EXPECT_TRUE(q2.rope_neox && q2.qkv_bias && !q2.qk_norm); EXPECT_EQ(q2.n_kv_heads, 1);
   Config q3 = config_from_gguf(gguf::gguf_load(models().model("qwen3")));
   EXPECT_TRUE(q3.rope_neox && q3.qk_norm && !q3.qkv_bias); EXPECT_EQ(q3.head_dim, 32); EXPECT_EQ(q3.dim, 64);
+  Config y = config_from_gguf(gguf::gguf_load(models().model("qwen3yarn")));
+  EXPECT_TRUE(y.rope_yarn && y.yarn_orig_context == 512 && y.rope_scale == 4.0 && y.yarn_beta_fast == 32 && y.yarn_beta_slow == 1 && y.attn_scale == 1);
+  EXPECT_NEAR(y.rope_mscale, 1 + 0.1 * std::log(4.0), 1e-12);
+  Config d = config_from_gguf(gguf::gguf_load(models().model("deepseek2lite")));  // deepseek: the magnitude on the scores
+  EXPECT_NEAR(d.rope_mscale, 1, 1e-12);
+  EXPECT_NEAR(d.attn_scale, std::pow(1 + 0.1 * 0.707 * std::log(4.0), 2), 1e-6);
 }
 
 TEST(LlmModel, WholePromptMatchesOracle) {
   NEED_MODELS();
-  for (const char* name : {"llama", "gqa", "qwen2", "qwen3"}) {
+  for (const char* name : {"llama", "gqa", "qwen2", "qwen3", "qwen3yarn"}) {
     SCOPED_TRACE(name);
     Model m = Model::load(models().model(name));
     expect_logprobs(m.logits(PROMPT, 0, true), m.config().vocab_size, oracle(name, PROMPT));
@@ -101,7 +107,7 @@ TEST(LlmModel, WholePromptMatchesOracle) {
 TEST(LlmModel, IncrementalMatchesOracle) {
   NEED_MODELS();
   const std::vector<int32_t>& p = PROMPT;
-  for (auto [name, chunk] : {std::pair{"llama", 1}, {"qwen3", 4}, {"gqa", 3}, {"qwen2", 3}}) {
+  for (auto [name, chunk] : {std::pair{"llama", 1}, {"qwen3", 4}, {"gqa", 3}, {"qwen2", 3}, {"qwen3yarn", 1}}) {
     SCOPED_TRACE(name);
     Model m = Model::load(models().model(name));
     json ref = oracle(name, p);
@@ -321,8 +327,10 @@ TEST(LlmModel, BadInputIsAnError) {
   gguf::GGUF ds = gguf::gguf_load(models().model("deepseek2"));
   bad = ds, bad.kv["deepseek2.expert_group_count"] = gguf::Value{uint32_t(3)};
   expect_err([&] { config_from_gguf(bad); }, "bad expert groups: 3 groups of 8");
-  bad = ds, bad.kv["deepseek2.rope.scaling.type"] = gguf::Value{std::string("linear")}, bad.kv["deepseek2.rope.scaling.factor"] = gguf::Value{2.0f};
-  expect_err([&] { config_from_gguf(bad); }, "latent attention");
+  bad = ds, bad.kv["deepseek2.rope.scaling.type"] = gguf::Value{std::string("longrope")};
+  expect_err([&] { config_from_gguf(bad); }, "'longrope' is not supported");
+  bad = ds, bad.kv["deepseek2.rope.scaling.type"] = gguf::Value{std::string("yarn")}, bad.kv["deepseek2.rope.scaling.original_context_length"] = gguf::Value{int32_t(-4)};
+  expect_err([&] { config_from_gguf(bad); }, "original_context_length");
   bad = ds, bad.kv["deepseek2.rope.dimension_count"] = gguf::Value{uint32_t(24)};
   expect_err([&] { config_from_gguf(bad); }, "bad latent attention");
   bad = ds;
