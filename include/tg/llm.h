@@ -9,11 +9,13 @@
 //
 // Architectures: llama (llama 2/3, mistral, mixtral), qwen2 (q/k/v biases), qwen3 (q/k RMSNorm), qwen2moe and qwen3moe
 // (mixtures of experts, a gated shared expert), olmoe (experts, q/k RMSNorm over the whole projection), deepseek2
-// (multi-head latent attention, shared experts, grouped routing with a selection bias). GQA, RoPE (llama's pairs of
+// (multi-head latent attention, shared experts, grouped routing with a selection bias), qwen35 / qwen35moe (gated delta
+// nets between output-gated attention layers). GQA, RoPE (llama's pairs of
 // neighbours or neox's halves, rope.freq_base, linear and YaRN rope scaling), RMSNorm, SwiGLU, tied embeddings (no output.weight:
 // token_embd). Weights stay in the file's type: the raw bytes are copied to the device once and every matmul decodes
 // them in its own kernel. The KV cache is one (2, 1, kv heads, max_context, head_dim) float32 tensor per layer
 // (latent attention: (1, 1, max_context, kv_lora_rank + rope_dim)), written in place.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,6 +64,13 @@ struct Config {
   // (head_dim - rope_dim "nope" dims, then rope_dim rotated ones) and an output head v_head_dim; queries come from x
   // directly or through a q_lora_rank bottleneck
   int64_t q_lora_rank = 0, kv_lora_rank = 0, v_head_dim = 0;
+  // qwen35 / qwen35moe: every full_attention_interval-th layer is attention whose query heads come with a sigmoid gate
+  // on their output (attn_output_gate); the others are gated delta nets (linear attention with a recurrent state per
+  // value head: ssm_v_heads heads of ssm_inner / ssm_v_heads, keys and queries ssm_k_heads heads of ssm_state, a causal
+  // convolution of ssm_conv_kernel taps over their projections)
+  std::vector<bool> recurrent;  // per layer (empty: none)
+  bool attn_output_gate = false;
+  int64_t ssm_conv_kernel = 0, ssm_inner = 0, ssm_state = 0, ssm_v_heads = 0, ssm_k_heads = 0;
 };
 
 // the config a GGUF's metadata and tensors describe; a tg::Error names a missing key, an unsupported architecture or a
@@ -92,6 +101,8 @@ class Model {
   const std::vector<int32_t>& stop_tokens() const { return stop_; }  // eos, eot and the families' end-of-turn tokens
   const std::string& device() const { return dev_; }
   const TinyJitBase* decode_jit() const { return jit_.get(); }  // the one-token TinyJit, once logits has made it
+  // a recurrent layer's state holds everything before it: such a model is fed from 0 or where it stopped, never rewound
+  bool recurrent() const { return std::find(cfg_.recurrent.begin(), cfg_.recurrent.end(), true) != cfg_.recurrent.end(); }
 
  private:
   // a linear's weight as float32 (decoded from its bytes where read) and, for a type with an integer dot product, the
@@ -126,8 +137,17 @@ class Model {
       Tensor k_b, v_b;      // (heads, kv_lora_rank, head_dim - rope_dim), (heads, v_head_dim, kv_lora_rank)
     };
     std::optional<Latent> mla;  // cache_kv is then (1, 1, context, kv_lora_rank + rope_dim)
+    struct DeltaNet {  // a gated delta net's weights and its two states (conv: the last conv_kernel - 1 inputs)
+      Linear qkv, gate, beta, alpha, out;
+      Tensor conv1d, dt_bias, a, norm;  // (channels, conv_kernel), (v heads), (v heads): -exp(A_log), (v head dim)
+      Tensor conv_state, state;         // (1, conv_kernel - 1, channels), (1, v heads, v head dim, k head dim)
+    };
+    std::optional<DeltaNet> ssm;
   };
   Tensor latent_attention(Layer& l, const Tensor& x, const sint& start_pos);
+  Tensor delta_net(Layer& l, const Tensor& x);
+  void reset_or_check_state(int64_t start_pos, int64_t T);  // recurrent layers: the state restarts at 0 and cannot rewind
+  int64_t state_pos_ = 0;
   Tensor attention(Layer& l, const Tensor& x, const sint& start_pos);
   Tensor ffn(const Layer& l, const Tensor& x) const;  // the dense SwiGLU or the layer's experts
   Tensor forward_at(const Tensor& rows, const sint& start_pos, bool all_logits);

@@ -41,6 +41,7 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int64_t 
                                        GenerateStats* stats, int64_t chunk, Logprobs* logprobs) {
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
+  if (m_.recurrent() && keep < cached_.size()) keep = 0;  // a recurrent state continues the whole cached sequence or restarts
   for (size_t i = 0; i < keep; i++) s.accept(prompt[i]);
   GenerateStats st;
   cached_.clear();  // until it is known what the cache holds (an exception may leave a chunk half written)

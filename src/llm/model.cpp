@@ -55,8 +55,10 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   if (!a) throw Error("llm: the GGUF has no general.architecture");
   c.arch = a->str();
   if (c.arch == "llama" || c.arch == "mistral" || c.arch == "deepseek2") c.rope_neox = false;
-  else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "olmoe") c.rope_neox = true;
-  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2)");
+  else if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "olmoe" || c.arch == "qwen35" ||
+           c.arch == "qwen35moe")
+    c.rope_neox = true;  // (qwen35's interleaved M-RoPE is neox's rotation where a text token's positions are all equal)
+  else throw Error("llm: architecture '" + c.arch + "' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2, qwen35, qwen35moe)");
   const std::string p = c.arch + ".";
   // (blocks after the first block_count - nextn_predict_layers predict further tokens: not run, as in llama.cpp's default)
   c.n_layers = get_int(g, p + "block_count") - get_int(g, p + "nextn_predict_layers", 0), c.dim = get_int(g, p + "embedding_length");
@@ -75,8 +77,9 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
                                   c.n_experts / c.n_expert_groups < 2))
       throw Error("llm: bad expert groups: " + std::to_string(c.n_expert_groups) + " groups of " + std::to_string(c.n_experts) + " experts, " +
                   std::to_string(c.n_expert_groups_used) + " used");
-    // llama.cpp's defaults: mixtral (llama) and qwen3moe normalize the chosen experts' weights, qwen2moe and olmoe do not
-    c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool() : c.arch == "llama" || c.arch == "qwen3moe";
+    // llama.cpp's defaults: mixtral (llama), qwen3moe and qwen35moe normalize the chosen experts' weights, qwen2moe and olmoe do not
+    c.expert_weights_norm = find(g, p + "expert_weights_norm") ? find(g, p + "expert_weights_norm")->as_bool()
+                                                               : c.arch == "llama" || c.arch == "qwen3moe" || c.arch == "qwen35moe";
     c.expert_weights_scale = get_float(g, p + "expert_weights_scale", 1.0);
     if (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0 || c.shared_hidden_dim < 0 ||
         c.leading_dense_blocks < 0 || c.leading_dense_blocks > c.n_layers)
@@ -129,9 +132,24 @@ Config config_from_gguf(const gguf::GGUF& g, int64_t max_context) {
   if (c.arch == "deepseek2") c.attn_scale = std::pow(attn_factor * (1 + 0.1 * ln_f) * (1 + 0.1 * log_mul * ln_f), 2);
   if (max_context > 0) c.max_context = std::min(c.max_context, max_context);
   if (c.max_context <= 0) throw Error("llm: context_length must be positive");
+  if (c.arch == "qwen35" || c.arch == "qwen35moe") {
+    c.attn_output_gate = true;
+    c.ssm_conv_kernel = get_int(g, p + "ssm.conv_kernel"), c.ssm_inner = get_int(g, p + "ssm.inner_size"), c.ssm_state = get_int(g, p + "ssm.state_size");
+    c.ssm_v_heads = get_int(g, p + "ssm.time_step_rank"), c.ssm_k_heads = get_int(g, p + "ssm.group_count");
+    int64_t every = get_int(g, p + "full_attention_interval", 4);
+    if (c.ssm_conv_kernel < 1 || c.ssm_state < 1 || c.ssm_k_heads < 1 || c.ssm_v_heads < 1 || c.ssm_v_heads % c.ssm_k_heads || c.ssm_inner % c.ssm_v_heads ||
+        every < 1)
+      throw Error("llm: bad gated delta net: conv_kernel " + std::to_string(c.ssm_conv_kernel) + ", state_size " + std::to_string(c.ssm_state) +
+                  ", group_count " + std::to_string(c.ssm_k_heads) + ", time_step_rank " + std::to_string(c.ssm_v_heads) + ", inner_size " +
+                  std::to_string(c.ssm_inner) + ", full_attention_interval " + std::to_string(every));
+    for (int64_t i = 0; i < c.n_layers; i++) c.recurrent.push_back((i + 1) % every != 0);
+    if (const gguf::Value* sec = find(g, p + "rope.dimension_sections"); sec && sec->arr().items.size() > 3 && sec->arr().items[3].as_int() != 0)
+      throw Error("llm: rope.dimension_sections with a fourth section is not supported (text positions only)");
+  }
   c.vocab_size = g.info("token_embd.weight").shape.at(0);
-  c.qk_norm = has_tensor(g, "blk.0.attn_q_norm.weight");
-  c.qkv_bias = has_tensor(g, "blk.0.attn_q.bias");
+  std::string att = "blk." + std::to_string(std::find(c.recurrent.begin(), c.recurrent.end(), false) - c.recurrent.begin()) + ".";  // the first attention layer
+  c.qk_norm = has_tensor(g, att + "attn_q_norm.weight");
+  c.qkv_bias = has_tensor(g, att + "attn_q.bias");
   c.tied_embeddings = !has_tensor(g, "output.weight");
   return c;
 }
@@ -218,16 +236,28 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
     l.cache_kv = Tensor::zeros({1, 1, c.max_context, R + c.rope_dim}, dtypes::float32, dev_).contiguous();
     return m;
   };
+  auto delta = [&](const std::string& b) {
+    int64_t C = 2 * c.ssm_k_heads * c.ssm_state + c.ssm_inner, Hv = c.ssm_v_heads;
+    return Layer::DeltaNet{linear(b + "attn_qkv.weight", {C, c.dim}), linear(b + "attn_gate.weight", {c.ssm_inner, c.dim}),
+                           linear(b + "ssm_beta.weight", {Hv, c.dim}), linear(b + "ssm_alpha.weight", {Hv, c.dim}),
+                           linear(b + "ssm_out.weight", {c.dim, c.ssm_inner}), weight(b + "ssm_conv1d.weight", {C, c.ssm_conv_kernel}).w,
+                           weight(b + "ssm_dt.bias", {Hv}).w, weight(b + "ssm_a", {Hv}).w, weight(b + "ssm_norm.weight", {c.ssm_inner / Hv}).w,
+                           Tensor::zeros({1, c.ssm_conv_kernel - 1, C}, dtypes::float32, dev_).contiguous(),
+                           Tensor::zeros({1, Hv, c.ssm_inner / Hv, c.ssm_state}, dtypes::float32, dev_).contiguous()};
+  };
   for (int64_t i = 0; i < c.n_layers; i++) {
     std::string b = "blk." + std::to_string(i) + ".";
     bool experts = c.n_experts > 0 && i >= c.leading_dense_blocks;
     auto dense = [&](const char* name, const Shape& shape) { return experts ? Linear{} : linear(b + name, shape); };
     Layer l{weight(b + "attn_norm.weight", {c.dim}).w};
-    if (c.kv_lora_rank == 0)
-      l.wq = linear(b + "attn_q.weight", {q, c.dim}), l.wk = linear(b + "attn_k.weight", {kv, c.dim}), l.wv = linear(b + "attn_v.weight", {kv, c.dim}),
-      l.cache_kv = Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous();
+    bool recurrent = !c.recurrent.empty() && c.recurrent[size_t(i)];
+    if (recurrent) l.ssm = delta(b);
+    else if (c.kv_lora_rank == 0)
+      l.wq = linear(b + "attn_q.weight", {c.attn_output_gate ? 2 * q : q, c.dim}), l.wk = linear(b + "attn_k.weight", {kv, c.dim}),
+      l.wv = linear(b + "attn_v.weight", {kv, c.dim}), l.cache_kv = Tensor::zeros({2, 1, c.n_kv_heads, c.max_context, c.head_dim}, dtypes::float32, dev_).contiguous();
     else l.mla = latent(b, l);
-    l.wo = linear(b + "attn_output.weight", {c.dim, c.n_heads * c.v_head_dim}), l.ffn_norm = weight(b + "ffn_norm.weight", {c.dim}).w;
+    if (!recurrent) l.wo = linear(b + "attn_output.weight", {c.dim, c.n_heads * c.v_head_dim});
+    l.ffn_norm = weight(b + (has_tensor(g_, b + "post_attention_norm.weight") ? "post_attention_norm.weight" : "ffn_norm.weight"), {c.dim}).w;
     l.w_gate = dense("ffn_gate.weight", {c.hidden_dim, c.dim}), l.w_up = dense("ffn_up.weight", {c.hidden_dim, c.dim});
     l.w_down = dense("ffn_down.weight", {c.dim, c.hidden_dim});
     if (experts) {
@@ -239,12 +269,13 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
         l.moe->shared_gate = linear(b + "ffn_gate_shexp.weight", {S, c.dim}), l.moe->shared_up = linear(b + "ffn_up_shexp.weight", {S, c.dim}),
         l.moe->shared_down = linear(b + "ffn_down_shexp.weight", {c.dim, S}), l.moe->shared_gate_inp = opt(b + "ffn_gate_inp_shexp.weight", {c.dim});
     }
-    if (c.qk_norm) {  // per head, or (olmoe) over the whole projection
+    if (c.qk_norm && !recurrent) {  // per head, or (olmoe) over the whole projection
       bool full = g_.info(b + "attn_q_norm.weight").shape == Shape{q};
       l.q_norm = weight(b + "attn_q_norm.weight", {full ? q : c.head_dim}).w, l.k_norm = weight(b + "attn_k_norm.weight", {full ? kv : c.head_dim}).w;
     }
     l.bq = opt(b + "attn_q.bias", {q}), l.bk = opt(b + "attn_k.bias", {kv}), l.bv = opt(b + "attn_v.bias", {kv});
-    raw.push_back(l.cache_kv);
+    if (l.ssm) raw.insert(raw.end(), {l.ssm->conv_state, l.ssm->state});
+    else raw.push_back(l.cache_kv);
     layers_.push_back(std::move(l));
   }
   // RoPE angles pos / scale * theta^(-2i/rope_dim) (llama3's rope_freqs.weight divides each frequency), on the host;
@@ -282,6 +313,8 @@ Model::Model(gguf::GGUF g, int64_t max_context, const std::string& device)
     for (Linear* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*x);  // (a layer of experts: no dense FFN)
     if (l.mla && l.mla->q_a) prepare(*l.mla->q_a);
     if (l.mla) prepare(l.mla->kv_a);
+    if (l.ssm)
+      for (Linear* x : {&l.ssm->qkv, &l.ssm->gate, &l.ssm->beta, &l.ssm->alpha, &l.ssm->out}) prepare(*x);
   }
   Tensor::realize(dots);
   for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "</s>"})
@@ -343,6 +376,12 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
   const Config& c = cfg_;
   int64_t T = x.shape()[1];
   Tensor q = lin(x, l.wq, l.bq), k = lin(x, l.wk, l.bk);
+  std::optional<Tensor> gate;  // qwen35: each query head's rows are followed by its output gate's
+  if (c.attn_output_gate) {
+    Tensor qg = q.reshape({1, T, c.n_heads, 2, c.head_dim});
+    q = qg.shrink({{0, 1}, {0, T}, {0, c.n_heads}, {0, 1}, {0, c.head_dim}}).reshape({1, T, c.n_heads * c.head_dim});
+    gate = qg.shrink({{0, 1}, {0, T}, {0, c.n_heads}, {1, 2}, {0, c.head_dim}}).reshape({1, T, c.n_heads * c.head_dim}).sigmoid();
+  }
   bool full_norm = l.q_norm && l.q_norm->shape()[0] != c.head_dim;  // olmoe: q and k normed before they split into heads
   if (full_norm) q = rms(q, *l.q_norm, c.norm_eps), k = rms(k, *l.k_norm, c.norm_eps);
   q = q.reshape({1, T, c.n_heads, c.head_dim}), k = k.reshape({1, T, c.n_kv_heads, c.head_dim});
@@ -371,7 +410,65 @@ Tensor Model::attention(Layer& l, const Tensor& x, const sint& start_pos) {
     Tensor s = q.contiguous().matmul(kk.transpose(-2, -1)) / std::sqrt(double(c.head_dim)) + *mask;
     a = s.softmax(-1).contiguous().matmul(vv);
   }
-  return lin(a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim}), l.wo);
+  a = a.transpose(1, 2).reshape({1, T, c.n_heads * c.head_dim});
+  return lin(gate ? a * *gate : a, l.wo);
+}
+
+// a gated delta net (llama.cpp's qwen35 linear attention, token by token as its autoregressive path): the projections
+// through a causal depthwise convolution (its window continues from the conv state), q and k L2-normalized, then per
+// value head the state S (v dim x k dim) decays by exp(g), learns v - S k at rate beta along k, and is read by q; the
+// output is RMS-normed and gated by silu(z). Both states are written back once the chunk's outputs are computed
+Tensor Model::delta_net(Layer& l, const Tensor& x) {
+  const Config& c = cfg_;
+  Layer::DeltaNet& d = *l.ssm;
+  int64_t T = x.shape()[1], K = c.ssm_conv_kernel, Hk = c.ssm_k_heads, Kd = c.ssm_state, Hv = c.ssm_v_heads, Vd = c.ssm_inner / Hv;
+  int64_t C = 2 * Hk * Kd + c.ssm_inner;
+  Tensor beta = lin(x, d.beta).sigmoid(), decay = ((lin(x, d.alpha) + d.dt_bias).softplus() * d.a).exp();  // (1, T, Hv)
+  Tensor win = Tensor::cat({d.conv_state, lin(x, d.qkv)}, 1);  // (1, K - 1 + T, C)
+  Tensor conv = win.shrink({{0, 1}, {0, T}, {0, C}}) * d.conv1d.shrink({{0, C}, {0, 1}}).reshape({C});
+  for (int64_t j = 1; j < K; j++) conv = conv + win.shrink({{0, 1}, {j, j + T}, {0, C}}) * d.conv1d.shrink({{0, C}, {j, j + 1}}).reshape({C});
+  conv = conv.silu();
+  auto heads = [&](int64_t from, int64_t n, int64_t dim) { return conv.shrink({{0, 1}, {0, T}, {from, from + n * dim}}).reshape({1, T, n, dim}); };
+  auto l2 = [&](const Tensor& t) { return t * ((t * t).sum(-1, true) + c.norm_eps).rsqrt(); };
+  // (value head h reads key head h % Hk: ggml_repeat tiles the key heads)
+  Tensor q = l2(heads(0, Hk, Kd)).repeat({1, 1, Hv / Hk, 1}) * (1.0 / std::sqrt(double(Kd))), k = l2(heads(Hk * Kd, Hk, Kd)).repeat({1, 1, Hv / Hk, 1});
+  Tensor v = heads(2 * Hk * Kd, Hv, Vd);
+  auto at = [&](const Tensor& z, int64_t t) {  // token t of (1, T, Hv, ...) as (1, Hv, ...)
+    Shape s = z.shape();
+    SymPairs r;
+    for (size_t i = 0; i < s.size(); i++) r.push_back(i == 1 ? std::pair<sint, sint>{t, t + 1} : std::pair<sint, sint>{0, s[i]});
+    return z.shrink(r).squeeze(1);
+  };
+  Tensor S = d.state;
+  std::vector<Tensor> outs;
+  for (int64_t t = 0; t < T; t++) {
+    Tensor kt = at(k, t).unsqueeze(2);  // (1, Hv, 1, Kd)
+    S = S * at(decay, t).reshape({1, Hv, 1, 1});
+    Tensor delta = (at(v, t) - (S * kt).sum(-1)) * at(beta, t).unsqueeze(-1);  // (1, Hv, Vd)
+    S = S + delta.unsqueeze(-1) * kt;
+    outs.push_back((S * at(q, t).unsqueeze(2)).sum(-1));
+  }
+  Tensor y = rms(Tensor::stack(outs, 1), d.norm, c.norm_eps) * lin(x, d.gate).reshape({1, T, Hv, Vd}).silu();
+  Tensor out = lin(y.reshape({1, T, c.ssm_inner}), d.out), conv_next = win.shrink({{0, 1}, {T, T + K - 1}, {0, C}}).contiguous(), S_next = S.contiguous();
+  Tensor::realize({out, conv_next, S_next});
+  d.conv_state.assign(conv_next), d.state.assign(S_next);
+  Tensor::realize({d.conv_state, d.state});
+  return out;
+}
+
+void Model::reset_or_check_state(int64_t start_pos, int64_t T) {
+  if (!recurrent()) return;
+  if (start_pos != 0 && start_pos != state_pos_)
+    throw Error("llm: this model's recurrent layers hold positions 0.." + std::to_string(state_pos_ - 1) + ": it continues at " +
+                std::to_string(state_pos_) + " or restarts at 0, not at " + std::to_string(start_pos));
+  if (start_pos == 0) {
+    std::vector<Tensor> st;
+    for (Layer& l : layers_)
+      if (l.ssm) l.ssm->conv_state.assign(Tensor::zeros(l.ssm->conv_state.shape(), dtypes::float32, dev_)), l.ssm->state.assign(Tensor::zeros(l.ssm->state.shape(), dtypes::float32, dev_)),
+                 st.insert(st.end(), {l.ssm->conv_state, l.ssm->state});
+    Tensor::realize(st);
+  }
+  state_pos_ = start_pos + T;
 }
 
 // multi-head latent attention with the up-projections absorbed (llama.cpp's and tinygrad's MLA): a query head's nope part
@@ -440,6 +537,7 @@ Tensor Model::forward(const Tensor& tokens, int64_t start_pos, bool all_logits) 
     throw Error("llm: forward takes int tokens of shape (1, T), got " + tokens.shape_str() + " " + std::string(tokens.dtype().name()));
   int64_t T = tokens.shape()[1];
   check_positions(start_pos, T);
+  reset_or_check_state(start_pos, T);
   // one token at a time: the position is a bound Variable, so decode compiles its kernels once for every position
   return forward_at(embedding_rows(tokens.cast(dtypes::int32).to_vector<int32_t>()), T == 1 ? start_var().bind(start_pos) : sint(start_pos), all_logits);
 }
@@ -468,7 +566,8 @@ Tensor Model::forward_at(const Tensor& rows, const sint& pos, bool all_logits) {
   // near-half rounding the other way: one such flip in the oracle, margin 4e-5, moves its log-probs by 0.07-0.08)
   Tensor x = gguf::ggml_data_to_tensor(rows.flatten(), T * c.dim, embd_.type).reshape({1, T, c.dim}).cast(dtypes::float32).contiguous();
   for (Layer& l : layers_) {
-    Tensor h = x + attention(l, rms(x, l.attn_norm, c.norm_eps), pos);
+    Tensor n = rms(x, l.attn_norm, c.norm_eps);
+    Tensor h = x + (l.ssm ? delta_net(l, n) : attention(l, n, pos));
     Tensor f = rms(h, l.ffn_norm, c.norm_eps);
     x = (h + ffn(l, f)).contiguous();
     // layer by layer: a prompt chunk's GEMMs repack their weights (tensor/gemm.cpp), and one schedule for the whole
@@ -496,6 +595,8 @@ std::vector<float> Model::logits(std::span<const int32_t> tokens, int64_t start_
   if (chunk < 1) throw Error("llm: chunk must be positive, got " + std::to_string(chunk));
   for (int32_t t : tokens)
     if (t < 0 || t >= cfg_.vocab_size) throw Error("llm: token id " + std::to_string(t) + " is out of range (vocab " + std::to_string(cfg_.vocab_size) + ")");
+  check_positions(start_pos, int64_t(tokens.size()));
+  reset_or_check_state(start_pos, int64_t(tokens.size()));
   std::vector<float> out;
   for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
     size_t n = std::min(tokens.size() - i, size_t(chunk));

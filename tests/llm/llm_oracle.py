@@ -75,6 +75,13 @@ MODELS = {  # name: arch, sizes, tokenizer, options
                         vocab=spm_vocab()),
   "deepseek2sp": dict(arch="deepseek2", dim=64, ffn=0, layers=1, heads=2, kv=2, mla=dict(q_lora=16, kv_lora=16, nope=8, rope=16, v=8, split=True),
                       experts=4, used=3, expert_ffn=16, shared_count=1, gating=4, vocab=spm_vocab()),
+  # qwen35: gated delta nets (layers 0, 2) between attention layers with output gates and a partial rotation (8 of 16);
+  # qwen35moe: a delta net, then attention, with experts
+  "qwen35": dict(arch="qwen35", dim=64, ffn=96, layers=4, heads=4, kv=2, head_dim=16, rope_dim=8, qk_norm=True, theta=1000000.0,
+                 ssm=dict(conv=4, state=8, groups=2, heads=4, inner=32, every=2), vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
+  "qwen35moe": dict(arch="qwen35moe", dim=64, ffn=0, layers=2, heads=2, kv=1, head_dim=16, rope_dim=16, qk_norm=True, experts=4, used=2,
+                    expert_ffn=32, shared_ffn=24, ssm=dict(conv=3, state=8, groups=1, heads=2, inner=16, every=2),
+                    vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
   # YaRN: ramp dims 1..8 of the 8 rotated pairs (theta 100, 512 original positions), the magnitude 1 + 0.1 ln 4
   "qwen3yarn": dict(arch="qwen3", dim=64, ffn=96, layers=2, heads=4, kv=2, head_dim=16, qk_norm=True, theta=100.0,
                     yarn=dict(factor=4.0, orig=512), vocab=bpe_vocab("qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])),
@@ -129,6 +136,11 @@ def write(path, name, seed):
     else: w.add_key_length(hd); w.add_value_length(mla["v"])
   w.add_head_count(c["heads"]); w.add_head_count_kv(c["kv"]); w.add_layer_norm_rms_eps(1e-5); w.add_rope_freq_base(c.get("theta", 10000.0))
   if "head_dim" in c: w.add_key_length(hd); w.add_value_length(hd)
+  if "rope_dim" in c: w.add_rope_dimension_count(c["rope_dim"])
+  ssm = c.get("ssm")
+  if ssm:
+    w.add_ssm_conv_kernel(ssm["conv"]); w.add_ssm_state_size(ssm["state"]); w.add_ssm_group_count(ssm["groups"])
+    w.add_ssm_time_step_rank(ssm["heads"]); w.add_ssm_inner_size(ssm["inner"]); w.add_full_attention_interval(ssm["every"])
   if "rope_scale" in c: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR); w.add_rope_scaling_factor(c["rope_scale"])
   if "yarn" in c:
     y = c["yarn"]
@@ -152,7 +164,16 @@ def write(path, name, seed):
   for i in range(c["layers"]):
     b = f"blk.{i}."
     norm(b + "attn_norm.weight", d)
-    if mla:
+    if ssm and (i + 1) % ssm["every"]:  # a gated delta net
+      C = 2 * ssm["groups"] * ssm["state"] + ssm["inner"]
+      t(b + "attn_qkv.weight", C, d); t(b + "attn_gate.weight", ssm["inner"], d); t(b + "ssm_conv1d.weight", C, ssm["conv"], scale=0.5)
+      t(b + "ssm_dt.bias", ssm["heads"], scale=0.5); w.add_tensor(b + "ssm_a", -np.exp(0.5 * rng.standard_normal(ssm["heads"])).astype(np.float32))
+      t(b + "ssm_beta.weight", ssm["heads"], d); t(b + "ssm_alpha.weight", ssm["heads"], d)
+      norm(b + "ssm_norm.weight", ssm["inner"] // ssm["heads"]); t(b + "ssm_out.weight", d, ssm["inner"])
+    elif ssm:  # attention whose query rows carry an output gate per head
+      t(b + "attn_q.weight", c["heads"] * hd * 2, d); t(b + "attn_k.weight", c["kv"] * hd, d); t(b + "attn_v.weight", c["kv"] * hd, d)
+      t(b + "attn_output.weight", d, c["heads"] * hd); norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
+    elif mla:
       H, R, nope, V = c["heads"], mla["kv_lora"], mla["nope"], mla["v"]
       if mla["q_lora"]: t(b + "attn_q_a.weight", mla["q_lora"], d); norm(b + "attn_q_a_norm.weight", mla["q_lora"]); t(b + "attn_q_b.weight", H * hd, mla["q_lora"])
       else: t(b + "attn_q.weight", H * hd, d)
@@ -165,8 +186,8 @@ def write(path, name, seed):
       t(b + "attn_v.weight", c["kv"] * hd, d, kind="attn"); t(b + "attn_output.weight", d, c["heads"] * hd, kind="attn")
     if c.get("bias"): t(b + "attn_q.bias", c["heads"] * hd, scale=0.5); t(b + "attn_k.bias", c["kv"] * hd, scale=0.5); t(b + "attn_v.bias", c["kv"] * hd, scale=0.5)
     if c.get("qk_norm") == "full": norm(b + "attn_q_norm.weight", c["heads"] * hd); norm(b + "attn_k_norm.weight", c["kv"] * hd)
-    elif c.get("qk_norm"): norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
-    norm(b + "ffn_norm.weight", d)
+    elif c.get("qk_norm") and not ssm: norm(b + "attn_q_norm.weight", hd); norm(b + "attn_k_norm.weight", hd)
+    norm(b + ("post_attention_norm.weight" if ssm else "ffn_norm.weight"), d)
     if c.get("experts") and i >= c.get("dense", 0):
       e, ef = c["experts"], c["expert_ffn"]
       t(b + "ffn_gate_inp.weight", e, d, scale=1.0)
@@ -192,11 +213,13 @@ class Ref:
     self.types = {t.name: t.tensor_type for t in r.tensors}
     self.qdot = set()  # the types whose linears take int8 activations
     a = kv["general.architecture"]
-    self.neox = a in ("qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe")
+    self.neox = a in ("qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "qwen35", "qwen35moe")
+    self.every = kv.get(f"{a}.full_attention_interval", 0) if f"{a}.ssm.inner_size" in kv else 0  # qwen35: layers i with (i + 1) % every are delta nets
+    if self.every: self.ssm = {k: kv[f"{a}.ssm.{k}"] for k in ("conv_kernel", "state_size", "group_count", "time_step_rank", "inner_size")}
     # llama.cpp's mixture of experts: the router's softmax (1) or sigmoid (2) scores, the top `used` of them, divided by
     # their sum where the architecture does (llama = mixtral, qwen3moe) or expert_weights_norm says so
     self.used, self.gating = kv.get(f"{a}.expert_used_count", 0), kv.get(f"{a}.expert_gating_func", 1)
-    self.wnorm = bool(kv.get(f"{a}.expert_weights_norm", a in ("llama", "qwen3moe")))
+    self.wnorm = bool(kv.get(f"{a}.expert_weights_norm", a in ("llama", "qwen3moe", "qwen35moe")))
     self.wscale = kv.get(f"{a}.expert_weights_scale", 1.0)
     self.layers, self.heads, self.kv = kv[f"{a}.block_count"], kv[f"{a}.attention.head_count"], kv[f"{a}.attention.head_count_kv"]
     self.hd = kv.get(f"{a}.attention.key_length_mla", kv.get(f"{a}.attention.key_length", kv[f"{a}.embedding_length"] // self.heads))
@@ -213,6 +236,7 @@ class Ref:
     self.rope_mag = (1.0 if m_all else get_mscale(1)) if self.yarn else 1.0
     self.score_mul = get_mscale(m_all) ** 2 if self.yarn and m_all else 1.0
     if "output.weight" not in self.w: self.w["output.weight"] = self.w["token_embd.weight"]
+    self.w = {k.replace("post_attention_norm", "ffn_norm"): v for k, v in self.w.items()}
 
   def mm(self, x, name):  # x @ W^T; with qdot, x's rows as the int8 blocks ggml-cpu multiplies a Q8_0 / Q4_K weight with
     t = self.types.get(name, self.types.get("token_embd.weight") if name == "output.weight" else None)
@@ -295,28 +319,55 @@ class Ref:
     p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
     return self.mm(np.einsum("hts,shv->thv", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
 
+  def delta_net(self, h, i):  # the whole sequence from zero states: a causal depthwise conv, then the delta rule token by token
+    W, T, c = self.w, h.shape[0], self.ssm
+    g = lambda n: W[f"blk.{i}.{n}"]
+    Hk, Kd, Hv, K = c["group_count"], c["state_size"], c["time_step_rank"], c["conv_kernel"]
+    Vd = c["inner_size"] // Hv
+    u = np.concatenate([np.zeros((K - 1, g("attn_qkv.weight").shape[0])), self.mm(h, f"blk.{i}.attn_qkv.weight")])  # zero history
+    conv = sum(u[j:j + T] * g("ssm_conv1d.weight")[:, j] for j in range(K))
+    conv = conv / (1 + np.exp(-conv))
+    l2 = lambda z: z / np.sqrt((z * z).sum(-1, keepdims=True) + self.eps)
+    q, k = l2(conv[:, :Hk * Kd].reshape(T, Hk, Kd)), l2(conv[:, Hk * Kd:2 * Hk * Kd].reshape(T, Hk, Kd))
+    q, k = q[:, np.arange(Hv) % Hk] / np.sqrt(Kd), k[:, np.arange(Hv) % Hk]  # value head j reads key head j mod Hk
+    v = conv[:, 2 * Hk * Kd:].reshape(T, Hv, Vd)
+    beta = 1 / (1 + np.exp(-self.mm(h, f"blk.{i}.ssm_beta.weight")))
+    decay = np.exp(np.log1p(np.exp(self.mm(h, f"blk.{i}.ssm_alpha.weight") + g("ssm_dt.bias"))) * g("ssm_a"))
+    S, out = np.zeros((Hv, Vd, Kd)), np.zeros((T, Hv, Vd))
+    for t in range(T):
+      S = S * decay[t][:, None, None]
+      S = S + np.einsum("hv,hk->hvk", (v[t] - np.einsum("hvk,hk->hv", S, k[t])) * beta[t][:, None], k[t])
+      out[t] = np.einsum("hvk,hk->hv", S, q[t])
+    z = self.mm(h, f"blk.{i}.attn_gate.weight").reshape(T, Hv, Vd)
+    y = self.rms(out, g("ssm_norm.weight")) * z / (1 + np.exp(-z))
+    return self.mm(y.reshape(T, -1), f"blk.{i}.ssm_out.weight")
+
   def forward(self, tokens):  # log-softmax of every position, attending causally over the whole sequence
     W, T = self.w, len(tokens)
     x, pos = W["token_embd.weight"][tokens], np.arange(T, dtype=np.float64)
     for i in range(self.layers):
       g = lambda n: W[f"blk.{i}.{n}"]
       h = self.rms(x, g("attn_norm.weight"))
-      if self.kv_lora:
-        x = x + self.latent(h, i, pos)
+      if self.kv_lora or (self.every and (i + 1) % self.every):
+        x = x + (self.latent(h, i, pos) if self.kv_lora else self.delta_net(h, i))
         f = self.rms(x, g("ffn_norm.weight"))
         x = x + (self.moe(f, i) if f"blk.{i}.ffn_gate_inp.weight" in W else self.swiglu(f, f"blk.{i}.ffn_{{}}.weight"))
         continue
       q, k, v = (self.mm(h, f"blk.{i}.attn_{n}.weight") + (g(f"attn_{n}.bias") if f"blk.{i}.attn_{n}.bias" in W else 0) for n in "qkv")
+      if self.every: q, gate = q.reshape(T, self.heads, 2, self.hd)[:, :, 0].reshape(T, -1), q.reshape(T, self.heads, 2, self.hd)[:, :, 1].reshape(T, -1)
       full = f"blk.{i}.attn_q_norm.weight" in W and W[f"blk.{i}.attn_q_norm.weight"].size == q.shape[-1]  # olmoe: before the heads
       if full: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
       q, k, v = q.reshape(T, self.heads, self.hd), k.reshape(T, self.kv, self.hd), v.reshape(T, self.kv, self.hd)
       if f"blk.{i}.attn_q_norm.weight" in W and not full: q, k = self.rms(q, g("attn_q_norm.weight")), self.rms(k, g("attn_k_norm.weight"))
-      q, k = self.rope(q, pos), self.rope(k, pos)
+      rot = lambda z: np.concatenate([self.rope(z[..., :self.rd], pos), z[..., self.rd:]], -1)  # the first rope dims turn
+      q, k = rot(q), rot(k)
       rep = self.heads // self.kv
       k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)  # query head j reads kv head j // rep
       s = np.einsum("thd,shd->hts", q, k) / np.sqrt(self.hd) + np.triu(np.full((T, T), -np.inf), 1)
       p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
-      x = x + self.mm(np.einsum("hts,shd->thd", p, v).reshape(T, -1), f"blk.{i}.attn_output.weight")
+      o = np.einsum("hts,shd->thd", p, v).reshape(T, -1)
+      if self.every: o = o / (1 + np.exp(-gate))
+      x = x + self.mm(o, f"blk.{i}.attn_output.weight")
       f = self.rms(x, g("ffn_norm.weight"))
       x = x + (self.moe(f, i) if f"blk.{i}.ffn_gate_inp.weight" in W else self.swiglu(f, f"blk.{i}.ffn_{{}}.weight"))
     l = self.mm(self.rms(x, W["output_norm.weight"]), "output.weight")

@@ -232,6 +232,47 @@ TEST(LlmModel, LatentAttentionMatchesOracle) {
   }
 }
 
+// qwen35: gated delta nets between gated attention layers; the recurrent state carried across chunks and decode (under
+// the JIT), restarted at position 0, and refused where it would have to rewind
+TEST(LlmModel, GatedDeltaNetsMatchOracle) {
+  NEED_MODELS();
+  const std::vector<int32_t>& p = PROMPT;
+  Config c = config_from_gguf(gguf::gguf_load(models().model("qwen35")));
+  EXPECT_EQ(c.recurrent, std::vector<bool>({true, false, true, false}));
+  EXPECT_EQ(std::vector<int64_t>({c.ssm_conv_kernel, c.ssm_state, c.ssm_k_heads, c.ssm_v_heads, c.ssm_inner, c.rope_dim, c.head_dim}),
+            std::vector<int64_t>({4, 8, 2, 4, 32, 8, 16}));
+  EXPECT_TRUE(c.attn_output_gate && c.qk_norm && c.rope_neox);
+  EXPECT_TRUE(config_from_gguf(gguf::gguf_load(models().model("qwen35moe"))).expert_weights_norm);
+  for (const char* name : {"qwen35", "qwen35moe"}) {
+    SCOPED_TRACE(name);
+    json ref = oracle(name, p, 8);
+    Model m = Model::load(models().model(name));
+    EXPECT_TRUE(m.recurrent());
+    int64_t V = m.config().vocab_size;
+    expect_logprobs(m.logits(p, 0, true), V, ref);
+    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
+    l.insert(l.end(), tail.begin(), tail.end());
+    expect_logprobs(l, V, ref);
+    EXPECT_THROW(m.logits(std::span(p).subspan(0, 2), 3), Error);  // positions 0..7 are in the state: 3 would rewind
+    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
+    for (size_t i = 0; i < greedy.size(); i++)
+      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
+    Sampler s({.temperature = 0});
+    EXPECT_EQ(generate(m, p, 8, s), greedy);
+    // a session: the same prompt again restarts (the state cannot drop its generated tokens), a longer one continues
+    Session ss(m);
+    Sampler s2({.temperature = 0});
+    GenerateStats st;
+    EXPECT_EQ(ss.generate(p, 8, s2, {}, &st), greedy);
+    EXPECT_EQ(ss.generate(p, 8, s2, {}, &st), greedy);
+    EXPECT_EQ(st.cached_tokens, 0);
+    std::vector<int32_t> longer = ss.cached();
+    longer.push_back(greedy.back());
+    ss.generate(longer, 1, s2, {}, &st);
+    EXPECT_EQ(st.cached_tokens, int64_t(longer.size() - 1));
+  }
+}
+
 TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   NEED_MODELS();
   Model m = Model::load(models().model("quant"));
