@@ -174,9 +174,30 @@ TEST(LlmModel, GreedyContinuationMatchesOracle) {
 // mixtures of experts: qwen3moe, mixtral (llama with Q8_0 experts), qwen2moe (a gated shared expert, a dense first
 // block, the sigmoid router) and olmoe (q and k normed over the whole projection): the whole prompt, chunks of 3, then single tokens (decode under TinyJit, the router's top-k
 // in its kernels) through the cache, and a greedy continuation
+namespace {
+// PROMPT's log-probs whole, in chunks of 3 then one token at a time (decode under the JIT) through the cache, and an
+// 8-token greedy continuation (cut after a stop token), against the oracle; returns that continuation
+std::vector<int32_t> expect_model_matches_oracle(const char* name) {
+  SCOPED_TRACE(name);
+  const std::vector<int32_t>& p = PROMPT;
+  json ref = oracle(name, p, 8);
+  Model m = Model::load(models().model(name));
+  int64_t V = m.config().vocab_size;
+  expect_logprobs(m.logits(p, 0, true), V, ref);
+  std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
+  l.insert(l.end(), tail.begin(), tail.end());
+  expect_logprobs(l, V, ref);
+  std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
+  for (size_t i = 0; i < greedy.size(); i++)
+    if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
+  Sampler s({.temperature = 0});
+  EXPECT_EQ(generate(m, p, 8, s), greedy);
+  return greedy;
+}
+}  // namespace
+
 TEST(LlmModel, MixturesOfExpertsMatchOracle) {
   NEED_MODELS();
-  const std::vector<int32_t>& p = PROMPT;
   Config q = config_from_gguf(gguf::gguf_load(models().model("qwen2moe")));
   EXPECT_EQ(std::vector<int64_t>({q.n_experts, q.n_experts_used, q.expert_hidden_dim, q.shared_hidden_dim, q.leading_dense_blocks, q.hidden_dim}),
             std::vector<int64_t>({6, 3, 32, 40, 1, 96}));
@@ -185,28 +206,13 @@ TEST(LlmModel, MixturesOfExpertsMatchOracle) {
   EXPECT_TRUE(x.gating == Config::Gating::softmax && x.expert_weights_norm && x.n_experts == 4 && x.hidden_dim == 0);
   Config o = config_from_gguf(gguf::gguf_load(models().model("olmoe")));
   EXPECT_TRUE(o.rope_neox && o.qk_norm && !o.expert_weights_norm && o.n_experts == 8);
-  for (const char* name : {"moe", "mixtral", "qwen2moe", "olmoe"}) {
-    SCOPED_TRACE(name);
-    json ref = oracle(name, p, 8);
-    Model m = Model::load(models().model(name));
-    int64_t V = m.config().vocab_size;
-    expect_logprobs(m.logits(p, 0, true), V, ref);
-    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
-    l.insert(l.end(), tail.begin(), tail.end());
-    expect_logprobs(l, V, ref);
-    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
-    for (size_t i = 0; i < greedy.size(); i++)
-      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
-    Sampler s({.temperature = 0});
-    EXPECT_EQ(generate(m, p, 8, s), greedy);
-  }
+  for (const char* name : {"moe", "mixtral", "qwen2moe", "olmoe"}) expect_model_matches_oracle(name);
 }
 
 // deepseek2: the model absorbs k_b into the queries and v_b after the weighted sum, the oracle decompresses every key
 // and value per head; whole prompt, chunks (the compressed cache across calls) and decode under the JIT
 TEST(LlmModel, LatentAttentionMatchesOracle) {
   NEED_MODELS();
-  const std::vector<int32_t>& p = PROMPT;
   Config d = config_from_gguf(gguf::gguf_load(models().model("deepseek2")));
   EXPECT_EQ(std::vector<int64_t>({d.kv_lora_rank, d.q_lora_rank, d.head_dim, d.rope_dim, d.v_head_dim, d.shared_hidden_dim, d.n_expert_groups, d.n_expert_groups_used}),
             std::vector<int64_t>({32, 24, 24, 8, 16, 32, 4, 2}));
@@ -215,21 +221,7 @@ TEST(LlmModel, LatentAttentionMatchesOracle) {
   EXPECT_EQ(std::vector<int64_t>({lite.kv_lora_rank, lite.q_lora_rank, lite.head_dim, lite.v_head_dim, lite.shared_hidden_dim}), std::vector<int64_t>({24, 0, 16, 12, 64}));
   EXPECT_TRUE(lite.gating == Config::Gating::softmax_weight && !lite.expert_weights_norm);
   EXPECT_TRUE(config_from_gguf(gguf::gguf_load(models().model("deepseek2sp"))).gating == Config::Gating::sqrt_softplus);
-  for (const char* name : {"deepseek2", "deepseek2lite", "deepseek2sp"}) {
-    SCOPED_TRACE(name);
-    json ref = oracle(name, p, 8);
-    Model m = Model::load(models().model(name));
-    int64_t V = m.config().vocab_size;
-    expect_logprobs(m.logits(p, 0, true), V, ref);
-    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
-    l.insert(l.end(), tail.begin(), tail.end());
-    expect_logprobs(l, V, ref);
-    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
-    for (size_t i = 0; i < greedy.size(); i++)
-      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
-    Sampler s({.temperature = 0});
-    EXPECT_EQ(generate(m, p, 8, s), greedy);
-  }
+  for (const char* name : {"deepseek2", "deepseek2lite", "deepseek2sp"}) expect_model_matches_oracle(name);
 }
 
 // qwen35: gated delta nets between gated attention layers; the recurrent state carried across chunks and decode (under
@@ -244,21 +236,12 @@ TEST(LlmModel, GatedDeltaNetsMatchOracle) {
   EXPECT_TRUE(c.attn_output_gate && c.qk_norm && c.rope_neox);
   EXPECT_TRUE(config_from_gguf(gguf::gguf_load(models().model("qwen35moe"))).expert_weights_norm);
   for (const char* name : {"qwen35", "qwen35moe"}) {
+    std::vector<int32_t> greedy = expect_model_matches_oracle(name);
     SCOPED_TRACE(name);
-    json ref = oracle(name, p, 8);
     Model m = Model::load(models().model(name));
     EXPECT_TRUE(m.recurrent());
-    int64_t V = m.config().vocab_size;
-    expect_logprobs(m.logits(p, 0, true), V, ref);
-    std::vector<float> l = m.logits(std::span(p).subspan(0, 5), 0, true, 3), tail = m.logits(std::span(p).subspan(5), 5, true, 1);
-    l.insert(l.end(), tail.begin(), tail.end());
-    expect_logprobs(l, V, ref);
+    m.logits(p, 0);
     EXPECT_THROW(m.logits(std::span(p).subspan(0, 2), 3), Error);  // positions 0..7 are in the state: 3 would rewind
-    std::vector<int32_t> greedy = ref["greedy"].get<std::vector<int32_t>>();
-    for (size_t i = 0; i < greedy.size(); i++)
-      if (std::find(m.stop_tokens().begin(), m.stop_tokens().end(), greedy[i]) != m.stop_tokens().end()) { greedy.resize(i + 1); break; }
-    Sampler s({.temperature = 0});
-    EXPECT_EQ(generate(m, p, 8, s), greedy);
     // a session: the same prompt again restarts (the state cannot drop its generated tokens), a longer one continues
     Session ss(m);
     Sampler s2({.temperature = 0});
