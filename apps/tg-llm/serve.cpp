@@ -51,7 +51,8 @@ struct Job {
     bool done = false;
     std::string finish_reason;
     int64_t completion_tokens = 0;
-    std::vector<llm::TokenLogprob> lp;
+    std::vector<llm::TokenLogprob> lp;  // the reply's tokens' as they come (with logprobs)
+    std::vector<size_t> lp_end;         // where each of them ends in the text so far (what streams with which text)
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -137,7 +138,6 @@ std::shared_ptr<Job> parse_request(const std::string& body, bool chat, const llm
   if (chat && alternatives && !wanted) throw BadRequest{400, "'top_logprobs' needs 'logprobs': true", "top_logprobs"};
   if (wanted) job->logprobs = alternatives.value_or(0);
   if (!chat) job->echo = field<bool>(r, "echo").value_or(false);
-  if (job->logprobs >= 0 && job->stream) throw BadRequest{400, "log-probabilities are not streamed: ask without 'stream'", "stream"};
   auto max_tokens = field<int64_t>(r, "max_tokens");
   if (!max_tokens) max_tokens = field<int64_t>(r, "max_completion_tokens");
   job->max_tokens = max_tokens.value_or(ctx - n + 1);  // by default until the context is full (or a stop)
@@ -245,14 +245,15 @@ class Worker {
       c = j.choices.size();
       j.choices.emplace_back();
     }
-    auto publish = [&] {
+    llm::Logprobs lp{.top = std::max<int64_t>(j.logprobs, 0), .tokens = {}};
+    auto publish = [&](bool token) {
       std::lock_guard l(j.mu);
-      std::string& text = j.choices[c].text;
-      text.append(rt.text, text.size(), rt.ready - text.size());
+      Job::Choice& ch = j.choices[c];
+      ch.text.append(rt.text, ch.text.size(), rt.ready - ch.text.size());
+      if (token && j.logprobs >= 0) ch.lp.push_back(lp.tokens.back()), ch.lp_end.push_back(rt.text.size() + rt.bytes.size());
       j.cv.notify_all();
     };
     llm::GenerateStats st;
-    llm::Logprobs lp{.top = std::max<int64_t>(j.logprobs, 0), .tokens = {}};
     llm::SamplerParams sp = j.sp;
     sp.seed += i;
     llm::Sampler s(sp);
@@ -261,16 +262,15 @@ class Worker {
       if (j.cancelled) return false;
       if (std::find(stops.begin(), stops.end(), t) != stops.end()) return stop_token = true;  // not part of the text
       bool more = rt.add(m_.tokenizer().piece(t, false));
-      publish();
+      publish(true);
       return more;
     }, &st, chunk_, j.logprobs >= 0 ? &lp : nullptr);
-    if (stop_token && !lp.tokens.empty()) lp.tokens.pop_back();  // not part of the text
     rt.add("", true);
-    publish();
+    publish(false);
     std::lock_guard l(j.mu);
     Job::Choice& ch = j.choices[c];
     ch.finish_reason = stop_token || rt.stopped ? "stop" : "length";
-    ch.completion_tokens = st.generated, ch.lp = std::move(lp.tokens), ch.done = true;
+    ch.completion_tokens = st.generated, ch.done = true;
     if (i == 0) j.cached_tokens = st.cached_tokens;
     j.cv.notify_all();
   }
@@ -297,30 +297,32 @@ void reply_json(httplib::Response& res, const json& body, int status = 200) {
 }
 
 // OpenAI's legacy completions form: parallel arrays of token texts, log-probabilities, {text: log-probability} of the
-// alternatives and byte offsets into the choice's text (with echo the prompt's tokens first, the first without one)
-json completion_logprobs(const Job& j, const Job::Choice& c, const llm::Model& m) {
+// alternatives and byte offsets into the choice's text (with echo the prompt's tokens first, the first without one);
+// rows [from, to) of them (a streamed chunk's)
+size_t echo_rows(const Job& j, const llm::Model& m) { return j.echo ? j.prompt_lp.size() + (j.prompt.front() != m.tokenizer().bos()) : 0; }
+json completion_logprobs(const Job& j, const Job::Choice& c, const llm::Model& m, size_t from = 0, size_t to = SIZE_MAX) {
   json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
-  size_t offset = 0;
-  auto add = [&](int32_t token, const json& lp, const json& top) {
+  size_t offset = 0, row = 0;
+  auto add = [&](int32_t token, const json& lp, const llm::TokenLogprob* t) {
     std::string p = m.tokenizer().piece(token, false);
-    tokens.push_back(p), lps.push_back(lp), tops.push_back(top), offsets.push_back(offset);
-    offset += p.size();
-  };
-  auto add_lp = [&](const llm::TokenLogprob& t) {
-    json top = json::object();
-    for (auto [id, lp] : t.top) top.emplace(m.tokenizer().piece(id, false), lp);  // of tokens with the same text, the likeliest
-    add(t.token, t.logprob, top);
+    if (row >= from && row < to) {
+      json top = t ? json::object() : json();
+      if (t)
+        for (auto [id, l] : t->top) top.emplace(m.tokenizer().piece(id, false), l);  // of tokens with the same text, the likeliest
+      tokens.push_back(p), lps.push_back(lp), tops.push_back(top), offsets.push_back(offset);
+    }
+    offset += p.size(), row++;
   };
   if (j.echo) {
     if (j.prompt.front() != m.tokenizer().bos()) add(j.prompt.front(), nullptr, nullptr);  // BOS has no text
-    for (const auto& t : j.prompt_lp) add_lp(t);
+    for (const auto& t : j.prompt_lp) add(t.token, t.logprob, &t);
   }
-  for (const auto& t : c.lp) add_lp(t);
+  for (const auto& t : c.lp) add(t.token, t.logprob, &t);
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-// the chat form: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}
-json chat_logprobs(const Job::Choice& c, const llm::Model& m) {
+// the chat form: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}, of tokens [from, to)
+json chat_logprobs(const Job::Choice& c, const llm::Model& m, size_t from = 0, size_t to = SIZE_MAX) {
   auto entry = [&](int32_t token, double lp) {
     std::string p = m.tokenizer().piece(token, false);
     json bytes = json::array();
@@ -328,7 +330,8 @@ json chat_logprobs(const Job::Choice& c, const llm::Model& m) {
     return json{{"token", p}, {"logprob", lp}, {"bytes", bytes}};
   };
   json content = json::array();
-  for (const auto& t : c.lp) {
+  for (size_t i = from; i < std::min(to, c.lp.size()); i++) {
+    const llm::TokenLogprob& t = c.lp[i];
     json e = entry(t.token, t.logprob), top = json::array();
     for (auto [id, lp] : t.top) top.push_back(entry(id, lp));
     e["top_logprobs"] = top;
@@ -381,12 +384,13 @@ int serve(llm::Model& m, const ServeOptions& o) {
         body["usage"] = usage(*job);
         return reply_json(res, body);
       }
-      // one event per piece of new text: {"choices": [{"delta": {"content": ...}}]} (chat) or {"choices": [{"text": ...}]}
+      // one event per piece of new text: {"choices": [{"delta": {"content": ...}}]} (chat) or {"choices": [{"text": ...}]},
+      // with the log-probabilities of the tokens whose text it completes (completions' echo: the prompt's first)
       head["object"] = chat ? "chat.completion.chunk" : "text_completion";
-      auto chunk = [head, chat](size_t index, const std::string& text, const json& finish, bool first = false) {
-        json c = head, choice = {{"index", index}, {"finish_reason", finish}};
+      auto chunk = [head, chat](size_t index, const std::string& text, const json& finish, const json& lp, bool first = false) {
+        json c = head, choice = {{"index", index}, {"finish_reason", finish}, {"logprobs", lp}};
         if (chat) choice["delta"] = first ? json{{"role", "assistant"}, {"content", text}} : finish.is_null() ? json{{"content", text}} : json::object();
-        else choice["text"] = text, choice["logprobs"] = nullptr;
+        else choice["text"] = text;
         c["choices"] = json::array({choice});
         return sse(c);
       };
@@ -394,7 +398,7 @@ int serve(llm::Model& m, const ServeOptions& o) {
       res.set_chunked_content_provider(
           "text/event-stream",
           // the choices one after another: each one's text as it comes, then its finish reason
-          [job, chunk, chat, head, c = size_t(0), sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
+          [job, chunk, chat, head, &m, c = size_t(0), sent = size_t(0), lp_sent = size_t(0), rows_sent = size_t(0), started = false](size_t, httplib::DataSink& sink) mutable {
             std::string out;
             bool done = false;
             {
@@ -403,12 +407,23 @@ int serve(llm::Model& m, const ServeOptions& o) {
               job->cv.wait_for(l, std::chrono::milliseconds(100), news);
               while (c < job->choices.size()) {
                 const Job::Choice& ch = job->choices[c];
-                if (!started && chat) out += chunk(c, "", nullptr, true);
+                // the tokens whose text has been sent (all of them once the choice is done)
+                auto lp_upto = [&](size_t text_end) {
+                  if (job->logprobs < 0) return json();
+                  size_t n = 0;
+                  while (n < ch.lp_end.size() && (ch.done || ch.lp_end[n] <= text_end)) n++;
+                  size_t e = echo_rows(*job, m);
+                  json r = chat ? chat_logprobs(ch, m, lp_sent, n) : completion_logprobs(*job, ch, m, rows_sent, e + n);
+                  lp_sent = n, rows_sent = e + n;
+                  return r;
+                };
+                if (!started && (chat || job->echo)) out += chunk(c, chat ? "" : job->prompt_text, nullptr, lp_upto(0), true);
                 started = true;
-                if (ch.text.size() > sent) out += chunk(c, ch.text.substr(sent), nullptr), sent = ch.text.size();
+                if (ch.text.size() > sent || (ch.done && lp_sent < ch.lp.size()))
+                  out += chunk(c, ch.text.substr(sent), nullptr, lp_upto(ch.text.size())), sent = ch.text.size();
                 if (!ch.done) break;
-                out += chunk(c, "", ch.finish_reason);
-                c++, sent = 0, started = false;
+                out += chunk(c, "", ch.finish_reason, nullptr);
+                c++, sent = 0, lp_sent = 0, rows_sent = 0, started = false;
               }
               if ((done = job->done && (c == job->choices.size() || !job->error.empty()))) {  // (an error: a choice never done)
                 if (!job->error.empty()) out += sse(error_body(job->error, "server_error"));

@@ -2,6 +2,7 @@
 // httplib::Client (or a raw socket). Replies against the command line's greedy output for the same prompt (its bytes
 // made UTF-8 by Python's errors="replace"), streams against the whole replies, OpenAI's error objects, concurrent
 // clients against each alone, and the chat page in headless Chromium (tests/llm/chat_page.py).
+#include <functional>
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -95,6 +96,7 @@ std::vector<std::string> events(const std::string& body) {
 struct Streamed {
   std::string text, finish_reason;
   size_t chunks = 0;
+  json logprobs;  // the chunks' log-probabilities joined: chat's content entries, completions' four arrays
 };
 // concatenates choices[0].text (completions) or choices[0].delta.content (chat) and checks the stream's frame
 Streamed read_stream(const Reply& r, bool chat) {
@@ -110,6 +112,9 @@ Streamed read_stream(const Reply& r, bool chat) {
     const json& ch = c["choices"][0];
     if (chat && i == 0) { EXPECT_EQ(ch["delta"]["role"], "assistant"); }
     s.text += chat ? ch["delta"].value("content", "") : ch["text"].get<std::string>();
+    if (const json& lp = ch["logprobs"]; !lp.is_null())
+      for (auto& [k, v] : lp.items())
+        for (const json& e : v) s.logprobs[k].push_back(e);
     if (!ch["finish_reason"].is_null()) {
       EXPECT_EQ(i + 2, ev.size()) << "finish_reason before the last chunk";
       s.finish_reason = ch["finish_reason"];
@@ -253,7 +258,6 @@ TEST(LlmServe, BadRequestsAre4xxErrors) {
       {"/v1/completions", json{{"prompt", "a"}, {"n", 0}}.dump(), 400, "'n' must be between 1 and 16", "n"},
       {"/v1/embeddings", json{{"input", "a"}}.dump(), 404, "/v1/embeddings", ""},
       {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 21}}.dump(), 400, "between 0 and 20", "logprobs"},
-      {"/v1/completions", json{{"prompt", "a"}, {"logprobs", 1}, {"stream", true}}.dump(), 400, "not streamed", "stream"},
       {"/v1/chat/completions", json{{"messages", user}, {"top_logprobs", 2}}.dump(), 400, "'logprobs': true", "top_logprobs"},
       {"/v1/chat/completions", json{{"messages", user}, {"logprobs", true}, {"top_logprobs", -1}}.dump(), 400, "between 0 and 20", "top_logprobs"},
   };
@@ -369,6 +373,39 @@ TEST(LlmServe, LogprobsAreTheModelsLogSoftmax) {
   }
   EXPECT_TRUE(ch.j()["choices"][0]["logprobs"].is_object());
   EXPECT_TRUE(post(srv, "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}}).j()["choices"][0]["logprobs"].is_null());
+}
+
+// streamed log-probabilities: each chunk carries its tokens' (completions with echo: the prompt's in the first chunk,
+// with the prompt's text); joined, they equal the whole reply's
+TEST(LlmServe, LogprobsStreamWithTheirText) {
+  NEED_SERVER("llama");
+  for (bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completions");
+    json req = chat ? json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"logprobs", true}, {"top_logprobs", 2}}
+                    : json{{"prompt", "the heat of"}, {"logprobs", 3}, {"echo", true}};
+    req["max_tokens"] = 6, req["temperature"] = 0.9, req["seed"] = 5;
+    const char* path = chat ? "/v1/chat/completions" : "/v1/completions";
+    Reply whole = post(srv, path, req);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    req["stream"] = true;
+    Streamed s = read_stream(post(srv, path, req), chat);
+    EXPECT_EQ(s.text, reply_text(whole.j()));
+    json lp = whole.j()["choices"][0]["logprobs"];
+    // (the same tokens; the values to float rounding: a second request computes from the cached prompt's keys)
+    std::function<void(const json&, const json&)> same = [&](const json& a, const json& b) {
+      ASSERT_EQ(a.type(), b.type()) << a << " vs " << b;
+      if (a.is_number_float()) { EXPECT_NEAR(a.get<double>(), b.get<double>(), 1e-5); }
+      else if (a.is_structured()) {
+        ASSERT_EQ(a.size(), b.size()) << a << " vs " << b;
+        for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+          if (a.is_object()) { EXPECT_EQ(ia.key(), ib.key()); }
+          same(*ia, *ib);
+        }
+      } else { EXPECT_EQ(a, b); }
+    };
+    same(s.logprobs, chat ? json{{"content", lp["content"]}} : lp);
+    EXPECT_FALSE((chat ? lp["content"] : lp["tokens"]).empty());
+  }
 }
 
 // stream_options.include_usage: one more event before [DONE], with no choices and the usage the whole reply reports
