@@ -27,7 +27,7 @@ namespace {
 struct Options {
   std::string cmd = "run", model, prompt, tokens, device, host = "127.0.0.1";
   bool has_prompt = false;
-  int64_t n = 256, max_context = 4096, chunk = 32, port = 8080, pp = 128, reps = 3;
+  int64_t n = 256, max_context = 4096, chunk = 32, port = 8080, pp = 128, reps = 3, cache_slots = 4;
   llm::SamplerParams sp;
 };
 
@@ -36,14 +36,15 @@ void usage() {
       "usage: tg-llm --model FILE [--prompt TEXT] [-n N] [--temp T] [--seed S] [--top-k K] [--top-p P] [--min-p P]\n"
       "              [--repeat-penalty R] [--repeat-last-n N] [--ctx N] [--chunk N] [--device DEV]\n"
       "       tg-llm logprobs --model FILE --tokens ID,ID,... [--ctx N] [--chunk N] [--device DEV]\n"
-      "       tg-llm serve --model FILE [--port P] [--host H] [--ctx N] [--chunk N] [--device DEV]\n"
+      "       tg-llm serve --model FILE [--port P] [--host H] [--ctx N] [--chunk N] [--cache-slots N] [--device DEV]\n"
       "       tg-llm bench --model FILE [-p N] [-n N] [--reps R] [--device DEV]\n"
       "  With --prompt, completes TEXT (raw, BOS as the tokenizer adds it) and prints the prompt and decode speeds.\n"
       "  Without it, chats: each line of stdin is a user message (the model's chat template), EOF ends.\n"
       "  Sampling defaults as llama.cpp's: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1; --temp 0 is greedy.\n"
       "  --ctx caps the context (the KV cache's length) at N, default 4096 (0: the model's context_length).\n"
       "  serve answers POST /v1/chat/completions, /v1/completions (OpenAI's API, stream: true as server-sent events),\n"
-      "  GET /v1/models, /health and / (a chat page) at http://H:P (default 127.0.0.1:8080; --port 0 picks a free port).\n"
+      "  GET /v1/models, /health and / (a chat page) at http://H:P (default 127.0.0.1:8080; --port 0 picks a free port);\n"
+      "  a request continues from the cache of the last one or of --cache-slots N earlier conversations (default 4).\n"
       "  logprobs prints {\"tokens\": [...], \"logprobs\": [[vocab floats] per position]}, the prompt fed in chunks of N (default 32).\n"
       "  bench times, as llama-bench does, a prompt of -p random tokens (default 128, one chunk) and -n decoded tokens (default\n"
       "  128, greedy, from an empty cache), after a warm-up run that compiles the kernels, averaged over R runs (default 3).\n"
@@ -72,6 +73,7 @@ Options parse(int argc, char** argv) {
     else if (a == "-n" || a == "--n-predict") num(o.n);
     else if (a == "--ctx") num(o.max_context);
     else if (a == "--chunk") num(o.chunk);
+    else if (a == "--cache-slots") num(o.cache_slots);
     else if (a == "--temp") num(o.sp.temperature);
     else if (a == "--seed") num(o.sp.seed);
     else if (a == "--top-k") num(o.sp.top_k);
@@ -85,6 +87,7 @@ Options parse(int argc, char** argv) {
   if (o.cmd == "logprobs" && o.tokens.empty()) throw tg::Error("logprobs needs --tokens ID,ID,...");
   if (o.n < 0 || o.chunk < 1 || o.max_context < 0) throw tg::Error("-n and --ctx must be >= 0 and --chunk >= 1");
   if (o.port < 0 || o.port > 65535) throw tg::Error("--port must be in 0..65535");
+  if (o.cache_slots < 0 || o.cache_slots > 64) throw tg::Error("--cache-slots must be in 0..64");
   if (o.cmd == "bench" && (o.pp < 1 || o.n < 1 || o.reps < 1)) throw tg::Error("bench needs -p, -n and --reps >= 1");
   return o;
 }
@@ -220,7 +223,7 @@ int main(int argc, char** argv) {
   try {
     Options o = parse(argc, argv);
     llm::Model m = llm::Model::load(o.model, o.max_context, o.device);
-    if (o.cmd == "serve") return serve(m, {.model_path = o.model, .host = o.host, .port = int(o.port), .chunk = o.chunk});
+    if (o.cmd == "serve") return serve(m, {.model_path = o.model, .host = o.host, .port = int(o.port), .chunk = o.chunk, .cache_slots = o.cache_slots});
     return o.cmd == "logprobs" ? logprobs(m, o) : o.cmd == "bench" ? bench(m, o) : run(m, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg-llm: %s\n", e.what());

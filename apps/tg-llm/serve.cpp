@@ -193,7 +193,7 @@ struct ReplyText {
 
 class Worker {
  public:
-  Worker(llm::Model& m, int64_t chunk) : m_(m), session_(m), chunk_(chunk), thread_([this] { loop(); }) {}
+  Worker(llm::Model& m, int64_t chunk, size_t slots) : m_(m), session_(m, slots), chunk_(chunk), thread_([this] { loop(); }) {}
   ~Worker() {
     { std::lock_guard l(mu_); quit_ = true; }
     cv_.notify_one();
@@ -276,7 +276,7 @@ class Worker {
   }
 
   llm::Model& m_;
-  llm::Session session_;  // requests that share a beginning (a chat's turns) feed only what follows it
+  llm::Session session_;  // requests that share a beginning (a chat's turns, also of a few conversations) feed only what follows it
   int64_t chunk_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -353,7 +353,7 @@ std::string sse(const json& chunk) { return "data: " + chunk.dump(-1, ' ', false
 int serve(llm::Model& m, const ServeOptions& o) {
   signal(SIGPIPE, SIG_IGN);  // a client that closed its socket is a failed write, not the end of the server
   std::string model_id = std::filesystem::path(o.model_path).filename().string();
-  Worker worker(m, o.chunk);
+  Worker worker(m, o.chunk, size_t(o.cache_slots));
   std::atomic<int64_t> next_id = 0;
   httplib::Server srv;
 

@@ -103,6 +103,14 @@ class Model {
   const TinyJitBase* decode_jit() const { return jit_.get(); }  // the one-token TinyJit, once logits has made it
   // a recurrent layer's state holds everything before it: such a model is fed from 0 or where it stopped, never rewound
   bool recurrent() const { return std::find(cfg_.recurrent.begin(), cfg_.recurrent.end(), true) != cfg_.recurrent.end(); }
+  // a copy of what the cache holds for positions 0..n-1 (every layer's keys and values, a recurrent layer's state:
+  // then n must be where the model stopped), and its restoration: the model then continues at n as if it had fed them
+  struct CacheSnapshot {
+    std::vector<Tensor> rows;
+    int64_t n = 0;
+  };
+  CacheSnapshot save_cache(int64_t n);
+  void restore_cache(const CacheSnapshot& s);
 
  private:
   // a linear's weight as float32 (decoded from its bytes where read) and, for a type with an integer dot product, the
@@ -249,17 +257,27 @@ std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t
 // (a plain generate or logits) makes it stale; clear() forgets it
 class Session {
  public:
-  explicit Session(Model& m) : m_(m) {}
+  // slots > 0: that many earlier sequences' caches are kept as snapshots (least recently used dropped first), and a
+  // prompt that begins like one of them more than like the current cache continues from it
+  explicit Session(Model& m, size_t slots = 0) : m_(m), slots_(slots) {}
   std::vector<int32_t> generate(std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token = {},
                                 GenerateStats* stats = nullptr, int64_t chunk = 32, Logprobs* logprobs = nullptr);
   // each prompt token after the first given the ones before it (all positions' logits: the prompt is fed from 0)
   std::vector<TokenLogprob> prompt_logprobs(std::span<const int32_t> prompt, int64_t top = 0, int64_t chunk = 32);
   void clear() { cached_.clear(); }
   const std::vector<int32_t>& cached() const { return cached_; }  // the tokens whose keys and values the cache holds
+  size_t saved() const { return saved_.size(); }                   // the snapshots kept
 
  private:
+  size_t reusable(const std::vector<int32_t>& have, std::span<const int32_t> prompt) const;  // the beginning a prompt may skip
   Model& m_;
   std::vector<int32_t> cached_;
+  size_t slots_;
+  struct Saved {
+    std::vector<int32_t> tokens;
+    Model::CacheSnapshot cache;
+  };
+  std::vector<Saved> saved_;  // most recently used last
 };
 
 }  // namespace tg::llm

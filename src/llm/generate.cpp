@@ -39,18 +39,35 @@ std::vector<int32_t> generate(Model& m, std::span<const int32_t> prompt, int64_t
 
 std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int64_t n, Sampler& s, const std::function<bool(int32_t)>& on_token,
                                        GenerateStats* stats, int64_t chunk, Logprobs* logprobs) {
-  size_t keep = 0;
-  while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
-  if (m_.recurrent() && keep < cached_.size()) keep = 0;  // a recurrent state continues the whole cached sequence or restarts
+  size_t keep = reusable(cached_, prompt), best = saved_.size();
+  for (size_t i = 0; i < saved_.size(); i++)
+    if (size_t k = reusable(saved_[i].tokens, prompt); k > keep) keep = k, best = i;
+  std::optional<Saved> from;
+  if (best < saved_.size()) from = std::move(saved_[best]), saved_.erase(saved_.begin() + int64_t(best));
+  // what the cache holds is about to be overwritten: kept as a snapshot (the least recently used one makes room)
+  if (slots_ > 0 && (from || keep < cached_.size()) && !cached_.empty() &&
+      std::none_of(saved_.begin(), saved_.end(), [&](const Saved& x) { return x.tokens == cached_; })) {
+    saved_.push_back({cached_, m_.save_cache(int64_t(cached_.size()))});
+    while (saved_.size() + (from ? 1 : 0) > slots_) saved_.erase(saved_.begin());
+  }
+  cached_.clear();  // until it is known what the cache holds (an exception may leave a chunk half written)
+  if (from) m_.restore_cache(from->cache), saved_.push_back(std::move(*from));  // (most recently used last)
   for (size_t i = 0; i < keep; i++) s.accept(prompt[i]);
   GenerateStats st;
-  cached_.clear();  // until it is known what the cache holds (an exception may leave a chunk half written)
   std::vector<int32_t> out = tg::llm::generate(m_, prompt.subspan(keep), n, s, on_token, int64_t(keep), &st, chunk, logprobs);
   st.cached_tokens = int64_t(keep);
   cached_.assign(prompt.begin(), prompt.end());
   if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);  // the last one was sampled, not fed
   if (stats) *stats = st;
   return out;
+}
+
+// the prompt's first tokens that the cache of `have` already holds (not the last one: its logits are needed); a
+// recurrent state only as a whole
+size_t Session::reusable(const std::vector<int32_t>& have, std::span<const int32_t> prompt) const {
+  size_t k = 0;
+  while (k < have.size() && k + 1 < prompt.size() && have[k] == prompt[k]) k++;
+  return m_.recurrent() && k < have.size() ? 0 : k;
 }
 
 std::vector<TokenLogprob> Session::prompt_logprobs(std::span<const int32_t> prompt, int64_t top, int64_t chunk) {

@@ -579,6 +579,41 @@ Tensor Model::forward_at(const Tensor& rows, const sint& pos, bool all_logits) {
   return lin(rms(x, output_norm_, c.norm_eps), output_).reshape({-1, c.vocab_size});
 }
 
+namespace {
+SymPairs first_positions(const Tensor& cache, int64_t n) {  // a KV cache's positions 0..n-1 (its next-to-last axis)
+  SymPairs r;
+  for (int64_t a = 0; a < cache.ndim(); a++) r.push_back({0, a == cache.ndim() - 2 ? n : cache.shape()[size_t(a)]});
+  return r;
+}
+}  // namespace
+
+// the cache's positions 0..n-1: the KV caches' rows, the recurrent states whole
+Model::CacheSnapshot Model::save_cache(int64_t n) {
+  check_positions(0, n);
+  if (recurrent() && n != state_pos_)
+    throw Error("llm: a recurrent model's state holds " + std::to_string(state_pos_) + " positions, not " + std::to_string(n));
+  CacheSnapshot s{{}, n};
+  for (Layer& l : layers_) {
+    if (l.ssm) s.rows.insert(s.rows.end(), {l.ssm->conv_state.clone(), l.ssm->state.clone()});
+    else s.rows.push_back(l.cache_kv.shrink(first_positions(l.cache_kv, n)).clone());
+  }
+  Tensor::realize(s.rows);
+  return s;
+}
+
+void Model::restore_cache(const CacheSnapshot& s) {
+  check_positions(0, s.n);
+  size_t i = 0;
+  std::vector<Tensor> done;
+  for (Layer& l : layers_) {
+    if (l.ssm) l.ssm->conv_state.assign(s.rows.at(i++)), l.ssm->state.assign(s.rows.at(i++)), done.insert(done.end(), {l.ssm->conv_state, l.ssm->state});
+    else l.cache_kv.shrink(first_positions(l.cache_kv, s.n)).assign(s.rows.at(i++)), done.push_back(l.cache_kv);
+  }
+  if (i != s.rows.size()) throw Error("llm: the cache snapshot is not this model's");
+  Tensor::realize(done);
+  state_pos_ = s.n;
+}
+
 // ** 4. logits in chunks **
 
 Tensor Model::decode(int32_t token, int64_t start_pos) {

@@ -256,6 +256,34 @@ TEST(LlmModel, GatedDeltaNetsMatchOracle) {
   }
 }
 
+// a session with slots: conversation A, then B (A's cache kept as a snapshot), then A's next turn continues from A's
+// snapshot and B's next turn from B's, each reply what a fresh model gives; without slots, A's next turn starts over
+TEST(LlmModel, SessionSlotsKeepSeveralConversations) {
+  NEED_MODELS();
+  for (const char* name : {"llama", "deepseek2lite", "qwen35"}) {
+    SCOPED_TRACE(name);
+    Model m = Model::load(models().model(name)), fresh = Model::load(models().model(name));
+    auto greedy = [] { return Sampler({.temperature = 0}); };
+    std::vector<int32_t> a = PROMPT, b = {1, 9, 9, 30, 41, 2};
+    for (size_t slots : {size_t(2), size_t(0)}) {
+      SCOPED_TRACE(slots);
+      Session ss(m, slots);
+      GenerateStats st;
+      Sampler s1 = greedy(), s2 = greedy(), s3 = greedy(), s4 = greedy();
+      std::vector<int32_t> ra = ss.generate(a, 4, s1, {}, &st), a_seen = ss.cached();
+      std::vector<int32_t> rb = ss.generate(b, 4, s2, {}, &st), b_seen = ss.cached();
+      std::vector<int32_t> a2 = a_seen, b2 = b_seen;
+      a2.insert(a2.end(), {ra.back(), 17, 3}), b2.insert(b2.end(), {rb.back(), 5});
+      Sampler f1 = greedy(), f2 = greedy();
+      EXPECT_EQ(ss.generate(a2, 4, s3, {}, &st), generate(fresh, a2, 4, f1));
+      EXPECT_EQ(st.cached_tokens, slots ? int64_t(a_seen.size()) : name == std::string("qwen35") ? 0 : 1);  // (1: BOS in common)
+      EXPECT_EQ(ss.generate(b2, 4, s4, {}, &st), generate(fresh, b2, 4, f2));
+      EXPECT_EQ(st.cached_tokens, slots ? int64_t(b_seen.size()) : name == std::string("qwen35") ? 0 : 1);
+      EXPECT_LE(ss.saved(), slots);
+    }
+  }
+}
+
 TEST(LlmModel, QuantizedMatchesDequantizedOracle) {
   NEED_MODELS();
   Model m = Model::load(models().model("quant"));

@@ -306,10 +306,16 @@ TEST(LlmServe, ASharedBeginningComesFromTheCache) {
   EXPECT_LT(cached, p2);
   std::string cli = cli_text(" --model " + shell_quote(models().model("llama")) + " -n 8 --temp 0 --prompt " + shell_quote(longer));
   EXPECT_EQ(longer + reply_text(r2.j()) + "\n", cli);
-  // a prompt that shares nothing past BOS is fed whole again
-  Reply r3 = post(srv, "/v1/completions", json{{"prompt", "zebra"}, {"max_tokens", 2}, {"temperature", 0}});
+  // a prompt that shares nothing past its first tokens is fed whole again
+  Reply r3 = post(srv, "/v1/completions", json{{"prompt", "~zebra~"}, {"max_tokens", 2}, {"temperature", 0}});  // (no earlier request began so)
   ASSERT_EQ(r3.status, 200) << r3.body;
-  EXPECT_LE(r3.j()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 1);
+  EXPECT_LE(r3.j()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 2);  // (BOS, SentencePiece's leading space)
+  // the first conversation's next turn continues from its snapshot (a cache slot), and replies as a fresh process does
+  std::string third = longer + reply_text(r2.j()) + " so";
+  Reply r4 = post(srv, "/v1/completions", json{{"prompt", third}, {"max_tokens", 4}, {"temperature", 0}});
+  ASSERT_EQ(r4.status, 200) << r4.body;
+  EXPECT_GE(r4.j()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), p2 - 1);
+  EXPECT_EQ(third + reply_text(r4.j()) + "\n", cli_text(" --model " + shell_quote(models().model("llama")) + " -n 4 --temp 0 --prompt " + shell_quote(third)));
 }
 
 // log-probabilities: a completion with echo gives each prompt token after BOS its log-probability given the tokens
